@@ -1,0 +1,130 @@
+"""Embedders: one small interface, a registry of names, and a fake for tests.
+
+An embedder turns documents and queries into L2-normalised float32 vectors
+and describes itself with a *fingerprint* (name, model, dimension, task
+prefixes). The fingerprint is stored at ``kbstore init``; vectors made by a
+different fingerprint are never mixed into the same table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import KBStoreError
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What kbstore needs from an embedding model."""
+
+    name: str
+    dim: int
+
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def fingerprint_id(fingerprint: dict[str, Any]) -> str:
+    """A short stable id for a fingerprint, recorded with each derived row."""
+    keys = ("name", "model", "dim", "document_prefix", "query_prefix")
+    return ":".join(str(fingerprint.get(k, "")) for k in keys)
+
+
+def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return fingerprint_id(a) == fingerprint_id(b)
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32)
+
+
+def embedding_text(title: str, tags: Sequence[str], body: str) -> str:
+    """The text embedded for a document (seed 000): title, tags, body."""
+    return f"{title}. Tags: {', '.join(tags)}. {body}"
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words hashing embedder for tests (no model).
+
+    Each lower-cased word adds +-1 to a hashed coordinate, so texts sharing
+    words are close and texts sharing none are near-orthogonal. Crude
+    suffix stripping lets 'running' meet 'run'. ``calls`` counts texts embedded.
+    """
+
+    name = "fake"
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.calls = 0
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"name": self.name, "model": "hashing-bow", "dim": self.dim,
+                "document_prefix": "", "query_prefix": ""}
+
+    @staticmethod
+    def _stem(word: str) -> str:
+        for suffix in ("ing", "ed", "es", "s"):
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                return word[: -len(suffix)]
+        return word
+
+    def _one(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.dim, dtype=np.float32)
+        for word in _WORD.findall(text.lower()):
+            digest = hashlib.blake2b(self._stem(word).encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self.dim
+            vec[index] += 1.0 if digest[4] & 1 else -1.0
+        if not vec.any():  # no words: a fixed direction rather than a zero vector
+            vec[0] = 1.0
+        return vec
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += len(texts)
+        return normalize(np.stack([self._one(t) for t in texts])) if texts else np.zeros(
+            (0, self.dim), np.float32)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_documents(texts)
+
+
+EMBEDDER_NAMES = ("nomic", "minilm", "fake")
+
+
+def get_embedder(name: str, **options: Any) -> Embedder:
+    """Build an embedder by name: 'nomic' (default), 'minilm' (offline,
+    shipped in a package) or 'fake' (tests). Heavy imports stay lazy."""
+    if name == "fake":
+        return FakeEmbedder(dim=int(options.get("dim") or 64))
+    if name == "minilm":
+        from .embed_minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    if name == "nomic":
+        from .embed_nomic import NomicEmbedder
+
+        return NomicEmbedder(
+            dim=int(options.get("dim") or 768),
+            inference_mode=options.get("inference_mode") or "local",
+        )
+    raise KBStoreError(f"unknown embedder {name!r}; choose one of: {', '.join(EMBEDDER_NAMES)}")
+
+
+def embedder_from_fingerprint(fingerprint: dict[str, Any], **options: Any) -> Embedder:
+    """Rebuild the embedder a database was made with."""
+    return get_embedder(fingerprint["name"], dim=fingerprint.get("dim"), **options)

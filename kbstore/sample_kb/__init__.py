@@ -1,0 +1,1 @@
+"""A small picobot-style workspace bundled for `kbstore demo` and the tests."""

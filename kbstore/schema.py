@@ -1,0 +1,132 @@
+"""Schema state: applying migrations on open, the vec0 table, settings.
+
+The vec0 table is not created by a migration because its dimension depends
+on the embedder chosen at ``kbstore init`` (and changes on ``reembed``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from . import migrations as _migrations
+from .db import Connection, transaction
+from .errors import SchemaTooNewError
+
+MIGRATIONS_TABLE = "_sqlite_migrations"
+VECTOR_TABLE = "vectors"
+# vec0 stores vectors in chunks; a larger chunk means fewer top-k merges per
+# KNN query (measured in benchmarks/results).
+VECTOR_CHUNK_SIZE = 4096
+# vector_id = doc_id * VECTOR_SLOTS + slot; slot 0 is the document vector,
+# slots 1..31 its HyPE questions (hype_questions.position).
+VECTOR_SLOTS = 32
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    version: int  # number of kbstore migrations applied
+    applied: list[str]
+    pending: list[str]
+    unknown: list[str]  # applied by a newer kbstore
+
+
+def _applied_names(conn: Connection) -> list[str]:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (MIGRATIONS_TABLE,)
+    ).fetchone()
+    if not exists:
+        return []
+    rows = conn.execute(
+        f"SELECT name FROM {MIGRATIONS_TABLE} WHERE migration_set = ? ORDER BY rowid",
+        (_migrations.MIGRATION_SET,),
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def state(conn: Connection) -> SchemaState:
+    """Read-only view of what is applied and pending."""
+    applied = _applied_names(conn)
+    known = [name for name, _ in _migrations.STEPS]
+    return SchemaState(
+        version=len([n for n in applied if n in known]),
+        applied=applied,
+        pending=[n for n in known if n not in applied],
+        unknown=[n for n in applied if n not in known],
+    )
+
+
+def _refuse_if_newer(conn: Connection, current: SchemaState) -> None:
+    user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current.unknown or user_version > _migrations.SCHEMA_VERSION:
+        raise SchemaTooNewError(
+            f"this database has schema version {max(user_version, len(current.applied))} "
+            f"but this kbstore knows only up to {_migrations.SCHEMA_VERSION}; "
+            "upgrade kbstore (pip install -U kbstore). The file was not modified."
+        )
+
+
+def ensure_schema(conn: Connection) -> list[str]:
+    """Apply pending migrations (all in one IMMEDIATE transaction) and return
+    their names. Refuses, without writing, a schema newer than this code."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] == _migrations.SCHEMA_VERSION:
+        current = state(conn)  # fast path: nothing to import, nothing to lock
+        _refuse_if_newer(conn, current)
+        if not current.pending:
+            return []
+    from sqlite_utils import Database
+
+    with transaction(conn):
+        # Re-read under the write lock: another process may have just migrated.
+        current = state(conn)
+        _refuse_if_newer(conn, current)
+        if not current.pending:
+            return []
+        _migrations.migration_set().apply(Database(conn, execute_plugins=False))
+    return current.pending
+
+
+def get_meta(conn: Connection, key: str) -> Any:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def set_meta(conn: Connection, key: str, value: Any) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, json.dumps(value, sort_keys=True)),
+    )
+
+
+def vector_table_exists(conn: Connection) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = ? AND type = 'table'", (VECTOR_TABLE,)
+    ).fetchone()
+    return row is not None
+
+
+def create_vector_table(conn: Connection, dim: int) -> None:
+    """(Re)create the vec0 table for ``dim``-dimensional vectors.
+
+    Two vector columns: ``embedding`` (float, cosine) for exact scores and
+    ``embedding_bits`` (sign bits) for a fast KNN prefilter. topic/doc_type/
+    kind are metadata columns so filters run inside the KNN.
+    """
+    if not isinstance(dim, int) or not 8 <= dim <= 4096 or dim % 8:
+        raise ValueError(f"vector dimension must be a multiple of 8 in 8..4096, got {dim!r}")
+    conn.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
+    # dim and chunk size are validated integers, not user text.
+    conn.execute(
+        f"""CREATE VIRTUAL TABLE {VECTOR_TABLE} USING vec0(
+            vector_id INTEGER PRIMARY KEY,
+            embedding float[{dim}] distance_metric=cosine,
+            embedding_bits bit[{dim}],
+            doc_id INTEGER,
+            kind TEXT,
+            topic TEXT,
+            doc_type TEXT,
+            chunk_size={VECTOR_CHUNK_SIZE}
+        )"""
+    )

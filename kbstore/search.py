@@ -1,0 +1,147 @@
+"""Turning a user's query into the parameters of ``sql/search.sql``, running
+it, and shaping the rows into hits. Query text is data: it is tokenised in
+Python and every term is quoted, so FTS5 syntax in a query is just words."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from .errors import EmptyQueryError
+
+# Words as unicode61 sees them: letters and digits; '_' and punctuation split.
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+MAX_QUERY_TERMS = 64  # a 100 KB query must not become a 100 KB MATCH
+# Very common English words: they match almost every document (BM25 gives them
+# ~0 weight) but make an OR query visit every posting list. Dropped from the
+# FTS query only; the vector side sees the whole query.
+STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have how i if in into is it its of on or "
+    "that the their then there these they this to was were what when where which who why "
+    "will with do does did can you your my me we our".split())
+
+DEFAULTS: dict[str, Any] = {
+    "fusion": "rrf", "k_rrf": 60.0, "w_fm": 1.0, "w_fts": 1.0, "w_vec": 1.0,
+    "w_title": 2.0, "w_tags": 1.5, "w_body": 1.0,
+    "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0, "half_life_days": 30.0,
+    "fm_limit": 100, "fts_limit": 100, "vec_limit": 100, "vec_k_doc": 400, "vec_k_hype": 400,
+    "min_similarity": None, "drop_stopwords": True,
+}
+FUSIONS = ("rrf", "convex")
+VEC_K_MAX = 4096  # sqlite-vec's cap on k
+
+
+@lru_cache(maxsize=1)
+def search_sql() -> str:
+    return resources.files("kbstore.sql").joinpath("search.sql").read_text(encoding="utf-8")
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased terms in order, repeats kept (they weigh in BM25)."""
+    return _TERM.findall(query.lower())[:MAX_QUERY_TERMS]
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_expression(terms: list[str], drop_stopwords: bool = True) -> str | None:
+    """An OR of quoted terms: any term matches, BM25 ranks. None if empty."""
+    kept = [t for t in terms if not (drop_stopwords and t in STOPWORDS)] or terms
+    return " OR ".join(_quote(t) for t in kept) or None
+
+
+def title_expression(terms: list[str]) -> str | None:
+    kept = [t for t in dict.fromkeys(terms) if t not in STOPWORDS]
+    return "title : (" + " OR ".join(_quote(t) for t in kept) + ")" if kept else None
+
+
+def tag_candidates(query: str, terms: list[str]) -> list[str]:
+    """Strings that count as an exact tag match: each term, adjacent pairs
+    joined by '-' and ' ' (multi-word tags), and the whole query."""
+    out = list(dict.fromkeys(terms))
+    for a, b in zip(terms, terms[1:]):
+        out += [f"{a}-{b}", f"{a} {b}"]
+    whole = " ".join(query.lower().split())
+    if whole:
+        out.append(whole)
+    return list(dict.fromkeys(out))
+
+
+def build_params(query: str, query_vector: np.ndarray | None, *, topic: str | None,
+                 limit: int, now: str | None = None, **overrides: Any) -> dict[str, Any]:
+    if not isinstance(query, str) or not query.strip():
+        raise EmptyQueryError("search query is empty; pass some words to search for")
+    unknown = set(overrides) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown search parameter(s): {', '.join(sorted(unknown))}")
+    settings = {**DEFAULTS, **{k: v for k, v in overrides.items() if v is not None}}
+    if settings["fusion"] not in FUSIONS:
+        raise ValueError(f"fusion must be one of {FUSIONS}, got {settings['fusion']!r}")
+    if not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    query = query.replace("\x00", " ")
+    terms = query_terms(query)
+    params = {k: v for k, v in settings.items() if k != "drop_stopwords"}
+    for key in ("vec_k_doc", "vec_k_hype"):
+        params[key] = max(1, min(int(params[key]), VEC_K_MAX))
+    params.update(
+        fts_query=fts_expression(terms, settings["drop_stopwords"]),
+        title_query=title_expression(terms),
+        tag_terms=json.dumps(tag_candidates(query, terms)),
+        qvec=None if query_vector is None else np.asarray(query_vector, np.float32).tobytes(),
+        topic=topic,
+        now=now or dt.datetime.now(dt.timezone.utc).isoformat(),
+        limit=limit,
+    )
+    return params
+
+
+@dataclass
+class Hit:
+    path: str
+    title: str
+    tags: list[str]
+    doc_type: str
+    topic: str
+    updated: str | None
+    score: float
+    snippet: str
+    explain: dict[str, Any] | None = field(default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if data["explain"] is None:
+            del data["explain"]
+        return data
+
+
+def make_snippet(body: str, terms: list[str], width: int = 200) -> str:
+    """About ``width`` characters of ``body`` around the first query term."""
+    text = " ".join(body.split())
+    lower = text.lower()
+    positions = [p for p in (lower.find(t) for t in terms if t not in STOPWORDS) if p >= 0]
+    start = max(0, min(positions) - width // 4) if positions else 0
+    piece = text[start:start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
+
+
+def explain_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Every factor that made a hit's score."""
+    return {
+        "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"], "vector": row["vec_rank"]},
+        "raw": {"bm25": row["fts_score"], "cosine": row["vec_score"]},
+        "rrf": {"frontmatter": row["rrf_fm"], "fts": row["rrf_fts"], "vector": row["rrf_vec"]},
+        "convex": row["convex"],
+        "boost": row["boost"],
+        "decay": row["decay"],
+        "matched_vector": row["matched_kind"] if row["vec_rank"] is not None else None,
+        "matched_question": row["matched_question"],
+    }
