@@ -1,0 +1,75 @@
+"""Shared fixtures: a deterministic fake embedder, a fake LLM, temp stores.
+
+No unit test touches the network or loads a model: the store uses
+FakeEmbedder and HyPE calls go to a monkeypatched ``litellm.completion``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kbstore import FakeEmbedder, KnowledgeStore
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("KBSTORE_DB", "KBSTORE_HYPE", "KBSTORE_HYPE_MODEL", "KBSTORE_SQLITE_BINDING",
+                 "KBSTORE_NOMIC_MODEL_DIR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder(dim=64)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "kb.sqlite"
+
+
+@pytest.fixture
+def store(db_path: Path, embedder: FakeEmbedder):
+    with KnowledgeStore.open(db_path, embedder, hype=False) as s:
+        yield s
+
+
+@pytest.fixture
+def sample_workspace(tmp_path: Path) -> Path:
+    """A writable copy of the bundled sample knowledge base."""
+    src = Path(str(resources.files("kbstore.sample_kb")))
+    dst = tmp_path / "workspace"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    return dst
+
+
+class FakeLLM:
+    """Stands in for litellm.completion; counts calls, answers from a function."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+        self.fail_with: BaseException | None = None
+        self.answer = lambda prompt: (
+            "How do I use this?\nWhat is this about?\nWhen should I read this?")
+
+    def __call__(self, **kwargs):
+        self.calls.append(kwargs)
+        if self.fail_with is not None:
+            raise self.fail_with
+        prompt = kwargs["messages"][0]["content"]
+        message = SimpleNamespace(content=self.answer(prompt))
+        return SimpleNamespace(choices=[SimpleNamespace(message=message)])
+
+
+@pytest.fixture
+def fake_llm(monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
+    import litellm
+
+    llm = FakeLLM()
+    monkeypatch.setattr(litellm, "completion", llm)
+    return llm
