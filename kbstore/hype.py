@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -135,11 +136,13 @@ def generate(config: HypeConfig, title: str, body: str) -> list[str]:
     raise AssertionError("unreachable")
 
 
-def generate_many(config: HypeConfig, items: list[tuple[str, str, str]]
+def generate_many(config: HypeConfig, items: list[tuple[str, str, str]],
+                  on_done: Callable[[], None] | None = None
                   ) -> tuple[dict[str, list[str]], dict[str, str]]:
     """Questions for many (key, title, body) items with at most
     ``config.concurrency`` LLM calls in flight. Returns (questions by key,
-    error message by key); a failure never raises."""
+    error message by key); a failure never raises. ``on_done`` is called
+    once per finished item (progress bars)."""
     questions: dict[str, list[str]] = {}
     errors: dict[str, str] = {}
     failures_in_row = 0
@@ -161,6 +164,8 @@ def generate_many(config: HypeConfig, items: list[tuple[str, str, str]]
             else:
                 errors[key] = error or "unknown error"
                 failures_in_row += 1
+            if on_done is not None:
+                on_done()
     if errors:
         log.warning("HyPE failed for %d document(s) (left pending): %s", len(errors),
                     next(iter(errors.values())))

@@ -16,9 +16,6 @@ from .errors import SchemaTooNewError
 
 MIGRATIONS_TABLE = "_sqlite_migrations"
 VECTOR_TABLE = "vectors"
-# vec0 stores vectors in chunks; a larger chunk means fewer top-k merges per
-# KNN query (measured in benchmarks/results).
-VECTOR_CHUNK_SIZE = 4096
 # vector_id = doc_id * VECTOR_SLOTS + slot; slot 0 is the document vector,
 # slots 1..31 its HyPE questions (hype_questions.position).
 VECTOR_SLOTS = 32
@@ -110,23 +107,25 @@ def vector_table_exists(conn: Connection) -> bool:
 def create_vector_table(conn: Connection, dim: int) -> None:
     """(Re)create the vec0 table for ``dim``-dimensional vectors.
 
-    Two vector columns: ``embedding`` (float, cosine) for exact scores and
-    ``embedding_bits`` (sign bits) for a fast KNN prefilter. topic/doc_type/
-    kind are metadata columns so filters run inside the KNN.
+    vec0 holds each vector's sign bits (``embedding_bits``) for the KNN
+    prefilter; exact cosine rescoring reads the float32 copy in the plain
+    ``vector_data`` table. ``kind`` ('doc' | 'hype') is a partition key, so
+    the document KNN scans only document vectors and one document's many
+    HyPE vectors cannot crowd others out; topic and doc_type are metadata
+    columns so a topic filter runs inside the KNN.
     """
     if not isinstance(dim, int) or not 8 <= dim <= 4096 or dim % 8:
         raise ValueError(f"vector dimension must be a multiple of 8 in 8..4096, got {dim!r}")
     conn.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
-    # dim and chunk size are validated integers, not user text.
+    conn.execute("DELETE FROM vector_data")
+    # dim is a validated integer, not user text.
     conn.execute(
         f"""CREATE VIRTUAL TABLE {VECTOR_TABLE} USING vec0(
             vector_id INTEGER PRIMARY KEY,
-            embedding float[{dim}] distance_metric=cosine,
+            kind TEXT PARTITION KEY,
             embedding_bits bit[{dim}],
             doc_id INTEGER,
-            kind TEXT,
             topic TEXT,
-            doc_type TEXT,
-            chunk_size={VECTOR_CHUNK_SIZE}
+            doc_type TEXT
         )"""
     )

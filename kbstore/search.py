@@ -31,7 +31,10 @@ DEFAULTS: dict[str, Any] = {
     "fusion": "rrf", "k_rrf": 60.0, "w_fm": 1.0, "w_fts": 1.0, "w_vec": 1.0,
     "w_title": 2.0, "w_tags": 1.5, "w_body": 1.0,
     "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0, "half_life_days": 30.0,
-    "fm_limit": 100, "fts_limit": 100, "vec_limit": 100, "vec_k_doc": 400, "vec_k_hype": 400,
+    "fm_limit": 100, "fts_limit": 100, "vec_limit": 100,
+    # KNN candidates per vec0 partition before exact rescoring; None = auto:
+    # 4 x limit, at least 64 (sqlite-vec's KNN cost grows with k x rows).
+    "vec_k_doc": None, "vec_k_hype": None,
     "min_similarity": None, "drop_stopwords": True,
 }
 FUSIONS = ("rrf", "convex")
@@ -91,7 +94,8 @@ def build_params(query: str, query_vector: np.ndarray | None, *, topic: str | No
     terms = query_terms(query)
     params = {k: v for k, v in settings.items() if k != "drop_stopwords"}
     for key in ("vec_k_doc", "vec_k_hype"):
-        params[key] = max(1, min(int(params[key]), VEC_K_MAX))
+        wanted = params[key] if params[key] is not None else max(64, 4 * limit)
+        params[key] = max(1, min(int(wanted), VEC_K_MAX))
     params.update(
         fts_query=fts_expression(terms, settings["drop_stopwords"]),
         title_query=title_expression(terms),

@@ -205,9 +205,12 @@ class KnowledgeStore:
         return ids
 
     def _delete_vectors(self, doc_ids: Sequence[int]) -> None:
+        # vec0 rows have no foreign key: delete the ids the document owns
+        # (vector_data rows go by cascade with the document).
         for doc_id in doc_ids:
-            self.conn.executemany("DELETE FROM vectors WHERE vector_id = ?",
-                                  [(doc_id * SLOTS + slot,) for slot in range(SLOTS)])
+            ids = [(r[0],) for r in self.conn.execute(
+                "SELECT vector_id FROM vector_data WHERE doc_id = ?", (doc_id,))]
+            self.conn.executemany("DELETE FROM vectors WHERE vector_id = ?", ids)
 
     def _delete_ids(self, doc_ids: Sequence[int]) -> int:
         """Inside a transaction: delete documents; FTS rows, tags, questions and

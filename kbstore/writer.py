@@ -167,17 +167,20 @@ def _write_vector(conn: Any, doc_id: int, slot: int, kind: str, doc: Document,
     blob = np.asarray(vector, dtype=np.float32).tobytes()
     conn.execute("DELETE FROM vectors WHERE vector_id = ?", (vector_id,))
     conn.execute(
-        "INSERT INTO vectors (vector_id, embedding, embedding_bits, doc_id, kind, topic, doc_type)"
-        " VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?, ?)",
-        (vector_id, blob, blob, doc_id, kind, doc.topic, doc.doc_type))
+        "INSERT INTO vectors (vector_id, kind, embedding_bits, doc_id, topic, doc_type)"
+        " VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
+        (vector_id, kind, blob, doc_id, doc.topic, doc.doc_type))
+    conn.execute("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding) VALUES (?, ?, ?)",
+                 (vector_id, doc_id, blob))
 
 
 def _replace_questions(conn: Any, doc_id: int, doc: Document,
                        items: list[tuple[int, str, np.ndarray]]) -> None:
     old = [r[0] for r in conn.execute("SELECT position FROM hype_questions WHERE doc_id = ?",
                                       (doc_id,))]
-    conn.executemany("DELETE FROM vectors WHERE vector_id = ?",
-                     [(doc_id * SLOTS + pos,) for pos in old])
+    stale = [(doc_id * SLOTS + pos,) for pos in old]
+    conn.executemany("DELETE FROM vectors WHERE vector_id = ?", stale)
+    conn.executemany("DELETE FROM vector_data WHERE vector_id = ?", stale)
     conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
     for pos, question, vector in items:
         conn.execute("INSERT INTO hype_questions (doc_id, position, question) VALUES (?, ?, ?)",

@@ -71,6 +71,17 @@ CREATE TABLE hype_questions (
     PRIMARY KEY (doc_id, position)
 ) WITHOUT ROWID;
 
+-- Full-precision vectors (float32 blobs) for exact cosine rescoring. The vec0
+-- table `vectors` holds their sign bits for a fast KNN prefilter; the float
+-- copy lives here because writing floats into vec0 chunks is ~4x slower and
+-- the KNN never reads them. vector_id = doc_id * 32 + slot (0 = document).
+CREATE TABLE vector_data (
+    vector_id INTEGER PRIMARY KEY,
+    doc_id    INTEGER NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX vector_data_doc ON vector_data (doc_id);
+
 -- What derived data each document has, from which content and which model.
 -- kind: 'doc_vector' | 'hype_questions' | 'hype_vectors'
 -- status: 'ok' | 'pending' (to be (re)made, e.g. after an LLM failure)

@@ -57,11 +57,20 @@ def import_(db_path: str, workspace: str, hype: bool | None, embedder: str | Non
               help="Drop hits whose best vector similarity is below this (unless a tag/title "
                    "match).")
 @click.option("--explain", is_flag=True, help="Show each retriever's rank and every factor.")
+@click.option("--shell", is_flag=True,
+              help="Print a sqlite3-shell script that runs the same search statement.")
 @json_option
 @friendly_errors
 def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str | None,
-           min_similarity: float | None, explain: bool, as_json: bool) -> None:
+           min_similarity: float | None, explain: bool, shell: bool, as_json: bool) -> None:
     """Hybrid search (frontmatter + FTS5 BM25 + vectors, fused)."""
+    if shell:
+        from ..shell import shell_script
+
+        with _open(db_path) as store:
+            click.echo(shell_script(store, query, topic=topic, limit=limit, fusion=fusion,
+                                    min_similarity=min_similarity), nl=False)
+        return
     with _open(db_path) as store:
         hits = store.search(query, topic=topic, limit=limit, explain=explain, fusion=fusion,
                             min_similarity=min_similarity)

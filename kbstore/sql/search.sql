@@ -62,23 +62,28 @@ fts_ranked AS (
         LIMIT :fts_limit
     )
 ),
--- KNN on sign bits, separately for document and HyPE vectors. The topic
--- filter is a vec0 metadata constraint, so it runs inside the KNN.
-vec_candidates AS MATERIALIZED (
+-- KNN on sign bits (hamming), separately in the 'doc' and 'hype' partitions
+-- of vec0, so a document's many HyPE vectors cannot crowd out other
+-- documents. The topic filter is a vec0 metadata constraint: it runs inside
+-- the KNN, which therefore still returns k rows of that topic.
+vec_doc AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
     WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_doc
       AND kind = 'doc'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
-    UNION ALL
+),
+vec_hype AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
     WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_hype
       AND kind = 'hype'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
 ),
+-- Exact cosine for the candidates, from the float32 copy.
 vec_scored AS (
     SELECT c.doc_id, c.vector_id,
            1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
-    FROM vec_candidates AS c JOIN vectors AS v ON v.vector_id = c.vector_id
+    FROM (SELECT * FROM vec_doc UNION ALL SELECT * FROM vec_hype) AS c
+    JOIN vector_data AS v ON v.vector_id = c.vector_id
 ),
 vec_ranked AS (
     SELECT doc_id, vector_id, similarity AS score,

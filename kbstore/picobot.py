@@ -1,0 +1,288 @@
+"""A drop-in for picobot's ``KnowledgeBase`` (seed 000) backed by kbstore.
+
+picobot keeps its knowledge as markdown files under ``workspace/knowledge``;
+those files stay the source of truth. This class writes them exactly as
+picobot does (YAML frontmatter: title, topic, tags, created, updated) and
+indexes them in one SQLite file (default ``~/.picobot/data/kb.sqlite``).
+
+Order of work in :meth:`KnowledgeBase.store`: the file is written first
+(atomically), the index second. A crash in between leaves a file the index
+does not know yet; the first search of every instance reconciles the index
+with the folder by content hash, which repairs exactly that.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .embed import Embedder
+from .errors import EmptyQueryError, InvalidDocumentError
+from .ingest import TOPICS, parse_file, normalize_tags
+
+DEFAULT_DATA_DIR = Path("~/.picobot/data")
+DEFAULT_WORKSPACE = Path("~/.picobot/workspace")
+DB_NAME = "kb.sqlite"
+MAX_RESULTS = 10
+MAX_SLUG_CHARS = 80
+
+TOPIC_README = {
+    "self": "What I (the agent) have learned about how I work: habits, mistakes to avoid.",
+    "user": "Facts about the user: preferences, people, routines.",
+    "projects": "One file per project facet: decisions with rationale, commands that work.",
+    "domains": "General know-how by subject, independent of any one project.",
+    "journal": "Dated raw notes (YYYY-MM-DD-title.md); they fade in search over time.",
+}
+
+_SLUG_JUNK = re.compile(r"[\W_]+", re.UNICODE)
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def _today() -> dt.date:
+    """Today's date for frontmatter (a function so tests can move the clock)."""
+    return dt.date.today()
+
+
+def slugify(title: str) -> str:
+    """A file-name-safe slug: lower-case letters/digits (any script) joined by '-'."""
+    slug = _SLUG_JUNK.sub("-", title.lower()).strip("-")
+    if len(slug) > MAX_SLUG_CHARS:
+        cut = slug[:MAX_SLUG_CHARS]
+        slug = (cut.rsplit("-", 1)[0] if "-" in cut else cut).strip("-")
+    if not slug:
+        raise InvalidDocumentError(f"title {title!r} has no letters or digits to name a file")
+    return slug
+
+
+def check_topic(topic: Any) -> str:
+    """The topic as a folder name; anything that could leave the knowledge
+    folder (separators, '..', NUL, absolute paths) or is unknown is refused."""
+    if not isinstance(topic, str) or not topic.strip():
+        raise InvalidDocumentError("topic must be a non-empty string")
+    topic = topic.strip()
+    if ("\x00" in topic or "/" in topic or "\\" in topic or topic in (".", "..")
+            or _DRIVE.match(topic)):
+        raise InvalidDocumentError(f"topic {topic!r} would escape the knowledge folder")
+    if topic not in TOPICS:
+        # Only these folders are indexed; a file elsewhere would never be found.
+        raise InvalidDocumentError(f"unknown topic {topic!r}; choose one of: {', '.join(TOPICS)}")
+    return topic
+
+
+def check_title(title: Any) -> str:
+    """The title on one line. Path-like titles ('../x', '/etc/passwd', NUL)
+    are refused outright rather than silently slugged into something else;
+    an ordinary '/' inside a word ('TCP/IP') is fine and becomes '-'."""
+    if not isinstance(title, str) or not title.strip():
+        raise InvalidDocumentError("title must be a non-empty string")
+    if "\x00" in title:
+        raise InvalidDocumentError("title contains a NUL byte")
+    title = " ".join(title.split())
+    if title.startswith(("/", "\\", "~")) or _DRIVE.match(title) or any(
+            part.strip() == ".." for part in re.split(r"[\\/]", title)):
+        raise InvalidDocumentError(f"title {title!r} looks like a path leaving the knowledge "
+                                   "folder")
+    return title
+
+
+def render_markdown(meta: dict[str, Any], body: str) -> str:
+    """A markdown file with YAML frontmatter in picobot's style
+    (``tags: [a, b]``, dates as YYYY-MM-DD)."""
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:  # equal dates: no &id001 anchors
+            return True
+
+    head = yaml.dump(meta, Dumper=_Dumper, default_flow_style=None, sort_keys=False,
+                     allow_unicode=True, width=10_000)
+    return f"---\n{head}---\n{body.rstrip()}\n"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temp file in the same folder + os.replace: readers see the
+    old file or the new one, never half of one. The temp name does not end in
+    .md, so a crash never leaves a half-written document to be indexed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _existing_created(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        import frontmatter
+
+        return frontmatter.loads(path.read_text(encoding="utf-8")).metadata.get("created")
+    except Exception:  # an unreadable old file just gets a fresh date
+        return None
+
+
+class KnowledgeBase:
+    """picobot's knowledge base: markdown files + a kbstore index.
+
+    ``base_path`` is the knowledge folder itself; else ``workspace/knowledge``
+    (and ``workspace/skills`` is indexed too). The database lives at
+    ``data_dir/kb.sqlite``. ``embedder`` overrides the default nomic model
+    (``inference_mode`` 'local' or 'remote'); ``hype``/``model`` control
+    HyPE question generation (``model`` is the litellm model name).
+    """
+
+    def __init__(self, base_path: str | os.PathLike[str] | None = None,
+                 workspace: str | os.PathLike[str] | None = None,
+                 data_dir: str | os.PathLike[str] | None = None,
+                 inference_mode: str = "local", hype: bool = True, model: str | None = None,
+                 embedder: Embedder | str | None = None) -> None:
+        if base_path is not None:
+            self.base = Path(base_path).expanduser()
+            self.root = self.base  # what reindex scans
+        else:
+            ws = Path(workspace).expanduser() if workspace is not None else \
+                DEFAULT_WORKSPACE.expanduser()
+            self.base = ws / "knowledge"
+            self.root = ws
+        self.data_dir = Path(data_dir).expanduser() if data_dir is not None else \
+            DEFAULT_DATA_DIR.expanduser()
+        self.db_path = self.data_dir / DB_NAME
+        self.inference_mode = inference_mode
+        self.hype = hype
+        self.model = model
+        self._embedder = embedder
+        self._store: Any = None
+        self._reconciled = False
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @property
+    def knowledge_store(self) -> Any:
+        """The underlying :class:`kbstore.KnowledgeStore`, opened on first use
+        (opening may load the embedding model: only when really needed)."""
+        if self._store is None:
+            from .store import KnowledgeStore
+
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._store = KnowledgeStore.open(self.db_path, self._embedder, hype=self.hype,
+                                              hype_model=self.model,
+                                              inference_mode=self.inference_mode)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+            self._reconciled = False
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- picobot's API -----------------------------------------------------
+
+    def ensure_structure(self) -> None:
+        """Create the topic folders, each with a README.md (kept if present;
+        READMEs are never indexed)."""
+        for topic in TOPICS:
+            folder = self.base / topic
+            folder.mkdir(parents=True, exist_ok=True)
+            readme = folder / "README.md"
+            if not readme.exists():
+                atomic_write(readme, f"# {topic}\n\n{TOPIC_README[topic]}\n"
+                                     "Frontmatter: title, topic, tags, created, updated.\n")
+
+    def store(self, topic: str, title: str, content: str,
+              tags: list[str] | str | None = None) -> str:
+        """Write ``<topic>/<slug>.md`` (journal: ``journal/<date>-<slug>.md``),
+        then index it. Returns the document path relative to the knowledge
+        folder. Storing the same title again updates the file, keeping
+        ``created``."""
+        topic, title = check_topic(topic), check_title(title)
+        if not isinstance(content, str):
+            raise InvalidDocumentError("content must be a string")
+        if "\x00" in content:
+            raise InvalidDocumentError("content contains a NUL byte")
+        tag_list = normalize_tags(tags)
+        today = _today()
+        name = f"{slugify(title)}.md"
+        if topic == "journal":
+            name = f"{today.isoformat()}-{name}"
+        rel = f"{topic}/{name}"
+        target = self.base / topic / name
+        body = content.strip()
+        if not body.startswith("# "):
+            body = f"# {title}\n\n{body}" if body else f"# {title}"
+        created = _existing_created(target) or today
+        meta = {"title": title, "topic": topic, "tags": tag_list, "created": created,
+                "updated": today}
+        atomic_write(target, render_markdown(meta, body))
+        # Index from the file as written, so a later reindex sees no change.
+        doc = parse_file(target, rel)
+        try:
+            self.knowledge_store.upsert_many([doc])
+        except BaseException:
+            self._reconciled = False  # the next search repairs the index
+            raise
+        return rel
+
+    def search(self, query: str, topic: str | None = None) -> str:
+        """Hybrid search; the formatted text picobot hands its agent."""
+        if not isinstance(query, str) or not query.strip():
+            return "No results: the search query is empty."
+        self._ensure_reconciled()
+        try:
+            hits = self.knowledge_store.search(query, topic=topic, limit=MAX_RESULTS)
+        except EmptyQueryError:
+            return "No results: the search query is empty."
+        where = f" in topic '{topic}'" if topic else ""
+        if not hits:
+            return f"No results for '{query}'{where}."
+        lines = [f"Found {len(hits)} result(s) for '{query}'{where}:", ""]
+        for n, hit in enumerate(hits, start=1):
+            tags = ", ".join(hit.tags) if hit.tags else "-"
+            lines.append(f"{n}. {hit.title} ({hit.path})")
+            lines.append(f"   tags: {tags} | score: {hit.score:.4f}")
+            lines.append(f"   {hit.snippet}")
+        return "\n".join(lines)
+
+    def reindex(self) -> Any:
+        """Reconcile the index with the folder by content hash: new and
+        changed files are (re)embedded, unchanged ones cost nothing, deleted
+        ones leave the index. Returns a kbstore ImportReport (None when the
+        folder does not exist yet)."""
+        if not self.root.is_dir():
+            # A missing (e.g. unmounted) folder must not empty the index.
+            return None
+        report = self.knowledge_store.import_directory(self.root)
+        self._reconciled = True
+        return report
+
+    def sync(self, remote: str | None = None) -> str:
+        """Bring the index up to date after the files changed on disk.
+
+        kbstore does no git: picobot keeps its own pull/merge/push code for
+        ``remote`` and calls this (or :meth:`reindex`) afterwards.
+        """
+        report = self.reindex()
+        if report is None:
+            return f"Nothing to index: {self.root} does not exist."
+        return (f"Index updated: {report.added} added, {report.updated} updated, "
+                f"{report.deleted} deleted, {report.unchanged} unchanged.")
+
+    def _ensure_reconciled(self) -> None:
+        if not self._reconciled:
+            self.reindex()
