@@ -22,7 +22,7 @@ from typing import Any
 
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
-from .ingest import TOPICS, parse_file, normalize_tags
+from .ingest import TOPICS, normalize_tags, parse_file
 
 DEFAULT_DATA_DIR = Path("~/.picobot/data")
 DEFAULT_WORKSPACE = Path("~/.picobot/workspace")
