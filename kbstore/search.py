@@ -70,7 +70,7 @@ def tag_candidates(query: str, terms: list[str]) -> list[str]:
     """Strings that count as an exact tag match: each term, adjacent pairs
     joined by '-' and ' ' (multi-word tags), and the whole query."""
     out = list(dict.fromkeys(terms))
-    for a, b in zip(terms, terms[1:]):
+    for a, b in zip(terms, terms[1:], strict=False):
         out += [f"{a}-{b}", f"{a} {b}"]
     whole = " ".join(query.lower().split())
     if whole:
@@ -80,7 +80,8 @@ def tag_candidates(query: str, terms: list[str]) -> list[str]:
 
 def build_params(query: str, query_vector: np.ndarray | None, *, topic: str | None,
                  limit: int, now: str | None = None, **overrides: Any) -> dict[str, Any]:
-    if not isinstance(query, str) or not query.strip():
+    # A query of only NUL bytes is as blank as one of only spaces.
+    if not isinstance(query, str) or not query.replace("\x00", " ").strip():
         raise EmptyQueryError("search query is empty; pass some words to search for")
     unknown = set(overrides) - set(DEFAULTS)
     if unknown:

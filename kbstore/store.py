@@ -14,8 +14,14 @@ import numpy as np
 
 from . import db as _db
 from . import schema
-from .embed import Embedder, embedder_from_fingerprint, embedding_text, fingerprint_id
-from .embed import get_embedder, same_model
+from .embed import (
+    Embedder,
+    embedder_from_fingerprint,
+    embedding_text,
+    fingerprint_id,
+    get_embedder,
+    same_model,
+)
 from .errors import EmbedderMismatchError, InvalidDocumentError, KBStoreError
 from .ingest import Document, Skipped, make_document, parse_file, scan_workspace
 from .search import Hit, build_params, explain_row, make_snippet, query_terms, search_sql
@@ -248,8 +254,9 @@ class KnowledgeStore:
         if delete_missing:
             gone = [p for p in self.paths() if p not in seen]
             for start in range(0, len(gone), batch_size):
+                ids = self._ids_for(gone[start:start + batch_size])
                 with _db.transaction(self.conn):
-                    report.deleted += self._delete_ids(self._ids_for(gone[start:start + batch_size]))
+                    report.deleted += self._delete_ids(ids)
         return report
 
     # -- searching ---------------------------------------------------------
@@ -271,7 +278,7 @@ class KnowledgeStore:
             params["vec_k_doc"] = params["vec_k_hype"] = 0
         cursor = self.conn.execute(search_sql(), params)
         columns = [c[0] for c in cursor.description]
-        rows = [dict(zip(columns, r)) for r in cursor.fetchall()]
+        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
         return self._hits(rows, query, explain)
 
     def _hits(self, rows: list[dict[str, Any]], query: str, explain: bool) -> list[Hit]:

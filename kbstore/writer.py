@@ -39,38 +39,49 @@ class _Plan:
     stale_hype: bool = False     # stored questions describe older content
 
 
-def _derived(conn: Any, doc_id: int) -> dict[str, tuple[str, str, str]]:
-    rows = conn.execute("SELECT kind, content_hash, model, status FROM derived WHERE doc_id = ?",
-                        (doc_id,)).fetchall()
-    return {r[0]: (r[1], r[2], r[3]) for r in rows}
-
-
-def _plan(store: KnowledgeStore, doc: Document) -> _Plan:
+def _plan_batch(store: KnowledgeStore, docs: list[Document]) -> list[_Plan]:
+    """Decide per document what must be (re)made, with three queries for the
+    whole batch rather than several per document (re-sync of an unchanged
+    workspace is all reads)."""
     from .store import doc_vector_hash, hype_hash
 
     conn = store.conn
     fp = fingerprint_id(store.embedder.fingerprint())
-    row = conn.execute("SELECT id, content_hash, topic, doc_type FROM documents WHERE path = ?",
-                       (doc.path,)).fetchone()
-    vhash, hhash = doc_vector_hash(doc), hype_hash(doc)
-    if row is None:
-        return _Plan(doc, None, True, True, vhash, hhash, store.hype.enabled, [], False)
-    doc_id = int(row[0])
-    derived = _derived(conn, doc_id)
-    vec = derived.get("doc_vector")
-    need_vector = vec is None or vec[0] != vhash or vec[1] != fp
-    questions = [r[0] for r in conn.execute(
-        "SELECT question FROM hype_questions WHERE doc_id = ? ORDER BY position", (doc_id,))]
-    hq = derived.get("hype_questions")
-    hype_current = hq is not None and hq[0] == hhash and hq[2] == "ok"
-    need_hype = store.hype.enabled and not hype_current
-    hv = derived.get("hype_vectors")
-    need_hype_vectors = (hype_current and bool(questions)
-                         and (hv is None or hv[1] != fp or hv[0] != hhash))
-    return _Plan(doc, doc_id, row[1] != doc.content_hash(), need_vector, vhash, hhash,
-                 need_hype, questions if hype_current else [], need_hype_vectors,
-                 meta_changed=(row[2], row[3]) != (doc.topic, doc.doc_type),
-                 stale_hype=hq is not None and hq[0] != hhash)
+    paths = json.dumps([d.path for d in docs])
+    rows = {r[1]: r for r in conn.execute(
+        "SELECT id, path, content_hash, topic, doc_type FROM documents "
+        "WHERE path IN (SELECT value FROM json_each(?))", (paths,))}
+    ids = json.dumps([r[0] for r in rows.values()])
+    derived: dict[int, dict[str, tuple[str, str, str]]] = {}
+    for doc_id, kind, chash, model, status in conn.execute(
+            "SELECT doc_id, kind, content_hash, model, status FROM derived "
+            "WHERE doc_id IN (SELECT value FROM json_each(?))", (ids,)):
+        derived.setdefault(doc_id, {})[kind] = (chash, model, status)
+    plans: list[_Plan] = []
+    for doc in docs:
+        vhash, hhash = doc_vector_hash(doc), hype_hash(doc)
+        row = rows.get(doc.path)
+        if row is None:
+            plans.append(_Plan(doc, None, True, True, vhash, hhash, store.hype.enabled, [], False))
+            continue
+        doc_id = int(row[0])
+        made = derived.get(doc_id, {})
+        vec = made.get("doc_vector")
+        hq, hv = made.get("hype_questions"), made.get("hype_vectors")
+        hype_current = hq is not None and hq[0] == hhash and hq[2] == "ok"
+        need_hype_vectors = hype_current and (hv is None or hv[1] != fp or hv[0] != hhash)
+        questions = [q for (q,) in conn.execute(
+            "SELECT question FROM hype_questions WHERE doc_id = ? ORDER BY position",
+            (doc_id,))] if need_hype_vectors else []
+        plans.append(_Plan(
+            doc, doc_id, row[2] != doc.content_hash(),
+            need_vector=vec is None or vec[0] != vhash or vec[1] != fp,
+            vector_hash=vhash, hype_hash=hhash,
+            need_hype=store.hype.enabled and not hype_current,
+            old_questions=questions, need_hype_vectors=need_hype_vectors and bool(questions),
+            meta_changed=(row[3], row[4]) != (doc.topic, doc.doc_type),
+            stale_hype=hq is not None and hq[0] != hhash))
+    return plans
 
 
 def write_batch(store: KnowledgeStore, docs: list[Document]) -> ImportReport:
@@ -78,7 +89,8 @@ def write_batch(store: KnowledgeStore, docs: list[Document]) -> ImportReport:
 
     report = ImportReport()
     # Last one wins if a batch names the same path twice.
-    plans = list({p.doc.path: p for p in (_plan(store, d) for d in docs)}.values())
+    unique = list({d.path: d for d in docs}.values())
+    plans = _plan_batch(store, unique)
     work = [p for p in plans if p.changed or p.need_vector or p.need_hype or p.need_hype_vectors
             or p.meta_changed or p.stale_hype]
     report.unchanged = len(plans) - len(work)
@@ -105,9 +117,9 @@ def write_batch(store: KnowledgeStore, docs: list[Document]) -> ImportReport:
     question_vectors = store.embedder.embed_queries([q for _, _, q in flat])
 
     # 2. One transaction for everything this batch writes.
-    vec_by_path = {p.doc.path: v for p, v in zip(to_embed, doc_vectors)}
+    vec_by_path = {p.doc.path: v for p, v in zip(to_embed, doc_vectors, strict=True)}
     qvec_by_path: dict[str, list[tuple[int, str, np.ndarray]]] = {}
-    for (path, pos, q), vec in zip(flat, question_vectors):
+    for (path, pos, q), vec in zip(flat, question_vectors, strict=True):
         qvec_by_path.setdefault(path, []).append((pos, q, vec))
     fp = fingerprint_id(store.embedder.fingerprint())
     with _db.transaction(store.conn):
@@ -170,8 +182,8 @@ def _write_vector(conn: Any, doc_id: int, slot: int, kind: str, doc: Document,
         "INSERT INTO vectors (vector_id, kind, embedding_bits, doc_id, topic, doc_type)"
         " VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
         (vector_id, kind, blob, doc_id, doc.topic, doc.doc_type))
-    conn.execute("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding) VALUES (?, ?, ?)",
-                 (vector_id, doc_id, blob))
+    conn.execute("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding) "
+                 "VALUES (?, ?, ?)", (vector_id, doc_id, blob))
 
 
 def _replace_questions(conn: Any, doc_id: int, doc: Document,

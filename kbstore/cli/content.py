@@ -115,7 +115,8 @@ def reembed(db_path: str, embedder: str, dim: int | None) -> None:
         raise click.ClickException(f"{db_path} is not initialised; run `kbstore init`")
     options = {"dim": dim} if dim else {}
     # Open with the stored embedder, then switch.
-    with KnowledgeStore.open(db_path, hype=False) as store, progress_bar(count, "re-embedding") as bar:
+    with KnowledgeStore.open(db_path, hype=False) as store, \
+            progress_bar(count, "re-embedding") as bar:
         done = store.reembed(embedder, progress=bar.update, **options)
     click.echo(f"re-embedded {done} document(s) with {embedder}")
 
