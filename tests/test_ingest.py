@@ -161,6 +161,7 @@ def _rows_for(store: KnowledgeStore, doc_id: int, path: str) -> dict[str, int]:
                      '"zanzibar"'),
         "document_tags": count("SELECT count(*) FROM document_tags WHERE doc_id = ?", doc_id),
         "vectors": count("SELECT count(*) FROM vectors WHERE doc_id = ?", doc_id),
+        "vector_data": count("SELECT count(*) FROM vector_data WHERE doc_id = ?", doc_id),
         "derived": count("SELECT count(*) FROM derived WHERE doc_id = ?", doc_id),
         "hype_questions": count("SELECT count(*) FROM hype_questions WHERE doc_id = ?", doc_id),
     }
@@ -179,7 +180,7 @@ def test_deleting_a_file_removes_it_from_every_table(tmp_path: Path, workspace: 
         before = _rows_for(s, doc_id, "domains/travel.md")
         # document + 3 HyPE questions, each with a vector; 3 kinds of derived rows
         assert before == {"documents": 1, "fts": 1, "document_tags": 2, "vectors": 4,
-                          "derived": 3, "hype_questions": 3}
+                          "vector_data": 4, "derived": 3, "hype_questions": 3}
         (workspace / "knowledge/domains/travel.md").unlink()
         report = s.import_directory(workspace)
         assert report.deleted == 1 and report.embedded == 0

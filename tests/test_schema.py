@@ -20,7 +20,7 @@ SQLITE3 = shutil.which("sqlite3") or ("/usr/bin/sqlite3" if Path("/usr/bin/sqlit
                                       else None)
 
 USER_TABLES = {"_sqlite_migrations", "meta", "documents", "document_tags", "documents_fts",
-               "hype_questions", "derived", "vectors"}
+               "hype_questions", "derived", "vector_data", "vectors"}
 COLUMNS = {
     "documents": ["id", "path", "topic", "doc_type", "title", "tags", "body", "created",
                   "updated", "content_hash"],
@@ -28,11 +28,13 @@ COLUMNS = {
     "hype_questions": ["doc_id", "position", "question"],
     "derived": ["doc_id", "kind", "content_hash", "model", "status", "error", "made_at"],
     "meta": ["key", "value"],
+    "vector_data": ["vector_id", "doc_id", "embedding"],
 }
 TRIGGERS = {"documents_tags_ai", "documents_tags_au", "documents_fts_ai", "documents_fts_ad",
             "documents_fts_au"}
-VECTOR_COLUMNS = ["vector_id", "embedding", "embedding_bits", "doc_id", "kind", "topic",
-                  "doc_type"]
+# vec0 holds sign bits for the KNN prefilter, kind as partition key, topic and
+# doc_type as metadata columns; float32 copies live in the plain vector_data.
+VECTOR_COLUMNS = ["vector_id", "kind", "embedding_bits", "doc_id", "topic", "doc_type"]
 
 
 def _columns(conn, table: str) -> list[str]:
@@ -60,7 +62,8 @@ def test_fresh_schema_is_exact(store: KnowledgeStore) -> None:
     # vec0 lists its hidden 'distance' and 'k' columns after the declared ones
     assert _columns(conn, "vectors")[:len(VECTOR_COLUMNS)] == VECTOR_COLUMNS
     vec_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'").fetchone()[0]
-    assert "vec0" in vec_sql and "float[64]" in vec_sql and "bit[64]" in vec_sql
+    assert "vec0" in vec_sql and "bit[64]" in vec_sql
+    assert "kind TEXT PARTITION KEY" in vec_sql
     assert conn.execute("PRAGMA user_version").fetchone()[0] == kbmigrations.SCHEMA_VERSION == 1
     assert schema.get_meta(conn, "embedder") == FakeEmbedder(64).fingerprint()
     assert schema.get_meta(conn, "fusion")["k_rrf"] == 60.0
@@ -79,7 +82,7 @@ def test_cli_init_makes_the_same_schema(tmp_path: Path) -> None:
     conn = kbdb.connect(path)
     try:
         assert _user_tables(conn) == USER_TABLES
-        assert "float[32]" in conn.execute(
+        assert "bit[32]" in conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'vectors'").fetchone()[0]
     finally:
         conn.close()
@@ -174,12 +177,18 @@ def test_sqlite3_shell_reads_without_and_queries_with_the_extension(
     fts = _shell(str(db_path), "SELECT rowid FROM documents_fts WHERE documents_fts MATCH "
                  "'bowline'")
     assert fts.returncode == 0 and fts.stdout.strip() == "1"
-    query = embedder.embed_queries(["sailing knots bowline loop"])[0]
+    # a query vector passed as a JSON array, as the README shows
+    query = embedder.embed_queries(["Sailing knots. Tags: sailing. The bowline makes a loop."])[0]
     as_json = "[" + ",".join(f"{x:.6f}" for x in query) + "]"
     knn = _shell(str(db_path), f".load {kbdb.vec_path()}",
-                 "SELECT doc_id FROM vectors WHERE embedding MATCH '" + as_json + "' AND k = 1")
+                 "SELECT doc_id FROM vectors WHERE embedding_bits MATCH "
+                 f"vec_quantize_binary(vec_f32('{as_json}')) AND k = 1 AND kind = 'doc'")
     assert knn.returncode == 0, knn.stderr
     assert knn.stdout.strip() == "1"
+    exact = _shell(str(db_path), f".load {kbdb.vec_path()}",
+                   "SELECT doc_id FROM vector_data ORDER BY "
+                   f"vec_distance_cosine(embedding, vec_f32('{as_json}')) LIMIT 1")
+    assert exact.returncode == 0 and exact.stdout.strip() == "1", exact.stderr
 
 
 def test_legacy_v1_fixture_opens_and_searches(tmp_path: Path) -> None:
@@ -200,9 +209,11 @@ def test_legacy_v1_fixture_opens_and_searches(tmp_path: Path) -> None:
         # its stored vectors are still usable by a KNN with the same embedder
         qvec = s.embedder.embed_queries(["bicycle chain lubricant"])[0]
         nearest = s.conn.execute(
-            "SELECT doc_id FROM vectors WHERE embedding MATCH ? AND k = 1",
+            "SELECT doc_id FROM vector_data ORDER BY vec_distance_cosine(embedding, ?) LIMIT 1",
             (np.asarray(qvec, np.float32).tobytes(),)).fetchone()[0]
         assert nearest == 2
+        assert s.search("bicycle chain lubricant", explain=True)[0].explain["ranks"][
+            "vector"] == 1
         # and a v1 file is writable by the current code
         assert s.upsert("domains/new.md", title="New", body="added later") == "added"
         assert s.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

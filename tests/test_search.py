@@ -1,0 +1,287 @@
+"""Hybrid search behaviour (issue 3): stemming, BM25, the exact-tag
+retriever, the topic filter inside every retriever, boosts, journal decay,
+embedder fingerprints and reembed, hostile queries, the score floor."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kbstore import (
+    EmbedderMismatchError,
+    EmptyQueryError,
+    FakeEmbedder,
+    KnowledgeStore,
+)
+
+NOW = "2026-06-30T12:00:00+00:00"
+
+
+def ranks(hit) -> dict:
+    return hit.explain["ranks"]
+
+
+def by_path(hits) -> dict:
+    return {h.path: h for h in hits}
+
+
+def test_stemming_matches_word_forms(store: KnowledgeStore) -> None:
+    store.upsert("domains/exercise.md", title="Morning routine",
+                 body="She was running quickly through the park every morning.")
+    store.upsert("domains/other.md", title="Cooking", body="Slowly simmer the onions.")
+    hits = store.search("run quick", explain=True)
+    assert hits[0].path == "domains/exercise.md"
+    assert ranks(hits[0])["fts"] == 1  # porter: running -> run, quickly -> quick
+    assert ranks(by_path(hits).get("domains/other.md") or hits[0])["fts"] in (None, 1)
+
+
+def test_bm25_prefers_more_occurrences(store: KnowledgeStore) -> None:
+    filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do"
+    store.upsert("domains/once.md", title="Notes one",
+                 body=f"marmalade {filler} plain plain plain")
+    store.upsert("domains/thrice.md", title="Notes two",
+                 body=f"marmalade {filler} marmalade marmalade")
+    hits = store.search("marmalade", explain=True)
+    fts = {h.path: ranks(h)["fts"] for h in hits}
+    assert fts == {"domains/thrice.md": 1, "domains/once.md": 2}
+    raw = {h.path: h.explain["raw"]["bm25"] for h in hits}
+    assert raw["domains/thrice.md"] > raw["domains/once.md"] > 0
+
+
+def test_bm25_weights_title_above_body(store: KnowledgeStore) -> None:
+    store.upsert("domains/body.md", title="Notes alpha", body="a walrus appeared today here")
+    store.upsert("domains/title.md", title="Walrus", body="a creature appeared today here")
+    hits = store.search("walrus", explain=True)
+    assert ranks(by_path(hits)["domains/title.md"])["fts"] == 1
+
+
+def test_exact_tag_retriever(store: KnowledgeStore) -> None:
+    # the tag appears nowhere in title or body
+    store.upsert("projects/tagged.md", title="Quarterly plan", body="Budget and hiring.",
+                 tags=["xylophone"])
+    store.upsert("projects/plain.md", title="Another plan", body="Budget and hiring.")
+    hits = store.search("xylophone", explain=True)
+    hit = by_path(hits)["projects/tagged.md"]
+    assert hits[0].path == "projects/tagged.md"
+    assert ranks(hit)["frontmatter"] == 1
+    assert "projects/plain.md" not in by_path(hits) or \
+        ranks(by_path(hits)["projects/plain.md"])["frontmatter"] is None
+
+
+def test_multi_word_and_case_insensitive_tags(store: KnowledgeStore) -> None:
+    store.upsert("domains/a.md", title="Alpha", body="text", tags=["Error-Handling"])
+    store.upsert("domains/b.md", title="Beta", body="text", tags=["machine learning"])
+    fm = {h.path: ranks(h)["frontmatter"] for h in store.search("error handling", explain=True)}
+    assert fm["domains/a.md"] == 1
+    fm = {h.path: ranks(h)["frontmatter"] for h in store.search("Machine Learning",
+                                                                  explain=True)}
+    assert fm["domains/b.md"] == 1
+
+
+def test_tag_match_beats_title_overlap_in_frontmatter(store: KnowledgeStore) -> None:
+    store.upsert("domains/title.md", title="Kayak rentals", body="x")
+    store.upsert("domains/tag.md", title="Boats", body="x", tags=["kayak"])
+    fm = {h.path: ranks(h)["frontmatter"] for h in store.search("kayak", explain=True)}
+    assert fm == {"domains/tag.md": 1, "domains/title.md": 2}
+
+
+@pytest.fixture
+def topic_store(store: KnowledgeStore) -> KnowledgeStore:
+    """Many close matches in 'projects', a few in 'domains'."""
+    for i in range(20):
+        store.upsert(f"projects/p{i}.md", title=f"Compost heap {i}",
+                     body="compost heap turning worms", tags=["compost"])
+    for i in range(3):
+        store.upsert(f"domains/d{i}.md", title=f"Compost science {i}",
+                     body="compost heap bacteria", tags=["compost"])
+    return store
+
+
+def test_topic_filter_inside_every_retriever(topic_store: KnowledgeStore) -> None:
+    # vec_k_doc=5: a KNN filtered *after* the fact would find only projects/
+    hits = topic_store.search("compost heap", topic="domains", limit=50, explain=True,
+                              vec_k_doc=5)
+    assert sorted(h.path for h in hits) == ["domains/d0.md", "domains/d1.md", "domains/d2.md"]
+    for hit in hits:
+        assert hit.topic == "domains"
+        r = ranks(hit)
+        # each retriever ran and ranked inside the topic only
+        assert r["frontmatter"] in (1, 2, 3)
+        assert r["fts"] in (1, 2, 3)
+        assert r["vector"] in (1, 2, 3)
+    unfiltered = topic_store.search("compost heap", limit=50, explain=True, vec_k_doc=5)
+    assert any(h.topic == "projects" for h in unfiltered)
+
+
+def test_topic_filter_with_no_documents_in_topic(topic_store: KnowledgeStore) -> None:
+    assert topic_store.search("compost heap", topic="journal") == []
+
+
+def test_skill_boost(store: KnowledgeStore) -> None:
+    body = "Steps to brew pour-over coffee with a gooseneck kettle."
+    store.upsert("projects/coffee.md", title="Brew coffee", body=body, tags=["coffee"])
+    store.upsert("skills/coffee/SKILL.md", title="Brew coffee", body=body, tags=["coffee"])
+    hits = store.search("brew coffee", explain=True, now=NOW)
+    assert [h.path for h in hits] == ["skills/coffee/SKILL.md", "projects/coffee.md"]
+    skill, entry = hits
+    assert skill.explain["boost"] == pytest.approx(1.2)
+    assert entry.explain["boost"] == pytest.approx(1.0)
+    # identical content: the skill loses every tie-break on doc id, yet wins on the boost
+    for h in hits:
+        assert h.score == pytest.approx(sum(h.explain["rrf"].values()) * h.explain["boost"])
+    assert skill.score > entry.score
+    unboosted = store.search("brew coffee", explain=True, boost_skill=1.0)
+    assert unboosted[0].path == "projects/coffee.md"
+
+
+def _days_before(now: str, days: float) -> str:
+    return (dt.datetime.fromisoformat(now) - dt.timedelta(days=days)).isoformat()
+
+
+def test_journal_decay_and_none_for_other_types(store: KnowledgeStore) -> None:
+    old = _days_before(NOW, 30)
+    store.upsert("journal/2026-05-31-pond.md", title="Pond", body="frogs in the pond",
+                 updated=old)
+    store.upsert("domains/pond.md", title="Pond", body="frogs in the pond", updated=old)
+    store.upsert("skills/pond/SKILL.md", title="Pond", body="frogs in the pond", updated=old)
+    store.upsert("journal/2026-06-30-today.md", title="Pond today", body="frogs in the pond",
+                 updated=NOW)
+    store.upsert("journal/2026-08-01-future.md", title="Pond later", body="frogs in the pond",
+                 updated=_days_before(NOW, -30))
+    store.upsert("journal/undated.md", title="Pond undated", body="frogs in the pond")
+    hits = by_path(store.search("frogs pond", explain=True, now=NOW, limit=20))
+    assert hits["journal/2026-05-31-pond.md"].explain["decay"] == pytest.approx(0.5, abs=1e-6)
+    assert hits["journal/2026-05-31-pond.md"].explain["boost"] == pytest.approx(0.8)
+    assert hits["domains/pond.md"].explain["decay"] == 1.0
+    assert hits["skills/pond/SKILL.md"].explain["decay"] == 1.0
+    assert hits["journal/2026-06-30-today.md"].explain["decay"] == pytest.approx(1.0)
+    assert hits["journal/2026-08-01-future.md"].explain["decay"] == pytest.approx(1.0)
+    assert hits["journal/undated.md"].explain["decay"] == 1.0
+    # the half-life is a parameter
+    slow = by_path(store.search("frogs pond", explain=True, now=NOW, limit=20,
+                                half_life_days=60))
+    assert slow["journal/2026-05-31-pond.md"].explain["decay"] == pytest.approx(
+        math.exp(-math.log(2) * 0.5), abs=1e-6)
+
+
+def test_fingerprint_mismatch_is_refused(db_path, embedder: FakeEmbedder) -> None:
+    with KnowledgeStore.open(db_path, embedder, hype=False) as s:
+        s.upsert("domains/a.md", title="A", body="apples")
+    with pytest.raises(EmbedderMismatchError, match="kbstore reembed"):
+        KnowledgeStore.open(db_path, FakeEmbedder(dim=32), hype=False)
+
+    class Renamed(FakeEmbedder):
+        name = "other"
+
+    with pytest.raises(EmbedderMismatchError, match="kbstore reembed"):
+        KnowledgeStore.open(db_path, Renamed(dim=64), hype=False)
+    with KnowledgeStore.open(db_path, FakeEmbedder(dim=64), hype=False) as s:
+        assert s.search("apples")[0].path == "domains/a.md"
+
+
+def test_reembed_to_another_dimension(db_path, embedder: FakeEmbedder) -> None:
+    with KnowledgeStore.open(db_path, embedder, hype=False) as s:
+        s.upsert("domains/a.md", title="Apples", body="apple orchard harvest")
+        s.upsert("domains/b.md", title="Boats", body="sailing boat harbour")
+        bigger = FakeEmbedder(dim=128)
+        assert s.reembed(bigger) == 2
+        assert bigger.calls == 2
+        sql = s.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'").fetchone()
+        assert "bit[128]" in sql[0]
+        assert s.conn.execute("SELECT DISTINCT length(embedding) FROM vector_data"
+                              ).fetchall() == [(128 * 4,)]
+        hit = s.search("sailing boat", explain=True)[0]
+        assert hit.path == "domains/b.md" and ranks(hit)["vector"] == 1
+    with pytest.raises(EmbedderMismatchError):
+        KnowledgeStore.open(db_path, FakeEmbedder(dim=64), hype=False)
+    with KnowledgeStore.open(db_path, hype=False) as s:  # the stored fingerprint
+        assert s.embedder.dim == 128
+        assert s.status()["vectors"] == 2
+
+
+HOSTILE_BITS = ['"', "*", ":", "-", "^", "(", ")", "AND", "OR", "NOT", "NEAR", "NEAR/2",
+                "\x00", "🙂", "title:", "{", "}", "'", ";", "--", "\\", "+", "''"]
+hostile_text = st.one_of(
+    st.text(max_size=200),
+    st.lists(st.one_of(st.sampled_from(HOSTILE_BITS), st.text(max_size=8)),
+             max_size=30).map(" ".join),
+    st.lists(st.sampled_from(HOSTILE_BITS + ["x", "compost"]), max_size=30).map("".join),
+    st.text(min_size=2000, max_size=5000),
+)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=hostile_text)
+def test_hostile_queries_never_raise(topic_store: KnowledgeStore, query: str) -> None:
+    if not query.replace("\x00", " ").strip():
+        with pytest.raises(EmptyQueryError):
+            topic_store.search(query)
+        return
+    hits = topic_store.search(query, limit=5, explain=True)
+    assert len(hits) <= 5
+    assert all(isinstance(h.score, float) and h.score >= 0 for h in hits)
+
+
+@pytest.mark.parametrize("query", ['"compost', "compost AND", "NOT compost", "(compost",
+                                   "compost*", "title:compost", "NEAR(compost heap)",
+                                   "-compost", "^compost", "compost:heap"])
+def test_fts_syntax_is_just_words(topic_store: KnowledgeStore, query: str) -> None:
+    hits = topic_store.search(query, limit=3, explain=True)
+    assert hits and ranks(hits[0])["fts"] is not None
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n", "\x00"])
+def test_blank_query_is_a_clear_error(store: KnowledgeStore, query: str) -> None:
+    with pytest.raises(EmptyQueryError, match="empty"):
+        store.search(query)
+
+
+def test_bad_parameters_are_rejected(store: KnowledgeStore) -> None:
+    with pytest.raises(ValueError, match="limit"):
+        store.search("x", limit=0)
+    with pytest.raises(ValueError, match="fusion"):
+        store.search("x", fusion="borda")
+    with pytest.raises(TypeError, match="unknown search parameter"):
+        store.search("x", k_rff=10)
+
+
+def test_min_similarity_floor(store: KnowledgeStore) -> None:
+    store.upsert("domains/bees.md", title="Beekeeping", body="hive honey bees queen swarm")
+    store.upsert("domains/tea.md", title="Green tea", body="steep green tea leaves briefly")
+    assert store.search("quantum chromodynamics lattice gluon", min_similarity=0.3) == []
+    # without the floor the vector side always returns its nearest neighbours
+    assert store.search("quantum chromodynamics lattice gluon") != []
+    related = store.search("honey bees hive", min_similarity=0.3, explain=True)
+    assert [h.path for h in related] == ["domains/bees.md"]
+    assert related[0].explain["raw"]["cosine"] >= 0.3
+
+
+def test_explain_fields(store: KnowledgeStore) -> None:
+    store.upsert("domains/bees.md", title="Beekeeping", body="hive honey bees", tags=["bees"])
+    hit = store.search("bees hive", explain=True)[0]
+    assert set(hit.explain) >= {"ranks", "raw", "rrf", "convex", "boost", "decay",
+                                "matched_vector", "matched_question"}
+    assert set(hit.explain["ranks"]) == {"frontmatter", "fts", "vector"}
+    assert set(hit.explain["rrf"]) == {"frontmatter", "fts", "vector"}
+    assert set(hit.explain["raw"]) == {"bm25", "cosine"}
+    assert hit.explain["matched_vector"] == "doc"
+    assert hit.snippet.startswith("hive honey bees")
+    assert (hit.tags, hit.doc_type, hit.topic, hit.title) == (["bees"], "entry", "domains",
+                                                              "Beekeeping")
+    plain = store.search("bees hive")[0]
+    assert plain.explain is None and "explain" not in plain.to_dict()
+
+
+def test_hype_question_match_is_explained(tmp_path, fake_llm) -> None:
+    fake_llm.answer = lambda prompt: "How do I keep the bread culture alive?"
+    with KnowledgeStore.open(tmp_path / "h.sqlite", FakeEmbedder(64), hype=True) as s:
+        s.upsert("domains/starter.md", title="Starter", body="Refresh with flour and water.")
+        hit = s.search("keep the bread culture alive", explain=True)[0]
+        assert hit.path == "domains/starter.md"
+        assert hit.explain["matched_vector"] == "hype"
+        assert hit.explain["matched_question"] == "How do I keep the bread culture alive?"
