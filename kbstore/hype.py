@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -145,25 +146,34 @@ def generate_many(config: HypeConfig, items: list[tuple[str, str, str]],
     once per finished item (progress bars)."""
     questions: dict[str, list[str]] = {}
     errors: dict[str, str] = {}
-    failures_in_row = 0
+    # Counted by the workers as calls finish: pool.map submits every item at
+    # once, so counting while consuming results would trip far too late.
+    failures_in_row = [0]
+    lock = threading.Lock()
 
     def one(item: tuple[str, str, str]) -> tuple[str, list[str] | None, str | None]:
         key, title, body = item
-        if failures_in_row >= config.breaker:
-            return key, None, "skipped: the LLM failed repeatedly in this run"
+        with lock:
+            if failures_in_row[0] >= config.breaker:
+                return key, None, "skipped: the LLM failed repeatedly in this run"
         try:
-            return key, generate(config, title, body), None
+            result = generate(config, title, body)
+        except HypeError as exc:  # the LLM answered, just not usefully: not an outage
+            return key, None, f"HypeError: {exc}"
         except Exception as exc:  # the document is kept either way
+            with lock:
+                failures_in_row[0] += 1
             return key, None, f"{type(exc).__name__}: {_redact(str(exc))[:300]}"
+        with lock:
+            failures_in_row[0] = 0
+        return key, result, None
 
     with ThreadPoolExecutor(max_workers=max(1, config.concurrency)) as pool:
         for key, result, error in pool.map(one, items):
             if result is not None:
                 questions[key] = result
-                failures_in_row = 0
             else:
                 errors[key] = error or "unknown error"
-                failures_in_row += 1
             if on_done is not None:
                 on_done()
     if errors:
