@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .errors import ExtensionLoadError
+from .errors import ExtensionLoadError, KBStoreError
 
 BINDING_ENV = "KBSTORE_SQLITE_BINDING"  # "auto" (default), "stdlib" or "sqlean"
 BUSY_TIMEOUT_ENV = "KBSTORE_BUSY_TIMEOUT_MS"
@@ -131,6 +131,11 @@ def connect(
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
         _ensure_math(conn)
+    except module.DatabaseError as exc:
+        conn.close()
+        if "not a database" in str(exc):  # e.g. --db pointed at a text file
+            raise KBStoreError(f"{path} is not a SQLite database ({exc})") from exc
+        raise
     except BaseException:
         conn.close()
         raise

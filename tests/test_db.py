@@ -159,3 +159,13 @@ def test_vec_path_points_at_the_loadable_file() -> None:
     path = Path(kbdb.vec_path())
     candidates = [path, *(path.with_name(path.name + ext) for ext in (".so", ".dylib", ".dll"))]
     assert any(p.is_file() for p in candidates)
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    from kbstore import KBStoreError
+
+    path = tmp_path / "notes.txt"
+    path.write_text("plain text, not SQLite\n" * 100)
+    with pytest.raises(KBStoreError, match="is not a SQLite database"):
+        kbdb.connect(path)
+    assert path.read_text().startswith("plain text")
