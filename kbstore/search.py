@@ -22,10 +22,15 @@ MAX_QUERY_TERMS = 64  # a 100 KB query must not become a 100 KB MATCH
 # Very common English words: they match almost every document (BM25 gives them
 # ~0 weight) but make an OR query visit every posting list. Dropped from the
 # FTS query only; the vector side sees the whole query.
-STOPWORDS = frozenset(
-    "a an and are as at be but by for from has have how i if in into is it its of on or "
-    "that the their then there these they this to was were what when where which who why "
-    "will with do does did can you your my me we our".split())
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its itself
+just me more most my myself no nor not now of off on once only or other ought our ours
+ourselves out over own same she should so some such than that the their theirs them themselves
+then there these they this those through to too under until up very was we were what when
+where which while who whom why will with would you your yours yourself yourselves often
+""".split())
 
 DEFAULTS: dict[str, Any] = {
     "fusion": "rrf", "k_rrf": 60.0, "w_fm": 1.0, "w_fts": 1.0, "w_vec": 1.0,
@@ -61,9 +66,18 @@ def fts_expression(terms: list[str], drop_stopwords: bool = True) -> str | None:
     return " OR ".join(_quote(t) for t in kept) or None
 
 
+TITLE_TERMS = 12
+
+
 def title_expression(terms: list[str]) -> str | None:
-    kept = [t for t in dict.fromkeys(terms) if t not in STOPWORDS]
-    return "title : (" + " OR ".join(_quote(t) for t in kept) + ")" if kept else None
+    """Titles sharing at least two distinct query words (one for a one-word
+    query): a single common word in a title is noise, yet RRF would give it
+    the same rank-1 credit as a real match. Written as an OR of pairs."""
+    kept = [t for t in dict.fromkeys(terms) if t not in STOPWORDS][:TITLE_TERMS]
+    if len(kept) <= 1:
+        return _quote(kept[0]) if kept else None
+    pairs = [f"({_quote(a)} AND {_quote(b)})" for i, a in enumerate(kept) for b in kept[i + 1:]]
+    return " OR ".join(pairs)
 
 
 def tag_candidates(query: str, terms: list[str]) -> list[str]:

@@ -62,6 +62,24 @@ CREATE TRIGGER documents_fts_au AFTER UPDATE OF title, tags, body ON documents B
         VALUES (new.id, new.title, new.tags, new.body);
 END;
 
+-- Title words without stemming, for the frontmatter retriever's exact
+-- title-word overlap (small: titles are short, so its lookups are cheap).
+CREATE VIRTUAL TABLE titles_fts USING fts5(
+    title,
+    content = 'documents', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER titles_fts_ai AFTER INSERT ON documents BEGIN
+    INSERT INTO titles_fts (rowid, title) VALUES (new.id, new.title);
+END;
+CREATE TRIGGER titles_fts_ad AFTER DELETE ON documents BEGIN
+    INSERT INTO titles_fts (titles_fts, rowid, title) VALUES ('delete', old.id, old.title);
+END;
+CREATE TRIGGER titles_fts_au AFTER UPDATE OF title ON documents BEGIN
+    INSERT INTO titles_fts (titles_fts, rowid, title) VALUES ('delete', old.id, old.title);
+    INSERT INTO titles_fts (rowid, title) VALUES (new.id, new.title);
+END;
+
 -- HyPE: LLM-written questions each document answers. Question `position`
 -- (1..31) also names its vector: vector_id = doc_id * 32 + position.
 CREATE TABLE hype_questions (

@@ -26,14 +26,29 @@ def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(fn)
 
 
+def _database_errors() -> tuple[type[BaseException], ...]:
+    """DB-API errors of both bindings ('file is not a database', locked ...)."""
+    import sqlite3
+
+    errors: list[type[BaseException]] = [sqlite3.Error]
+    try:
+        import sqlean  # type: ignore[import-untyped]
+
+        errors.append(sqlean.Error)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
 def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn kbstore's own errors (and bad arguments) into one-line exits."""
+    """Turn kbstore's own errors, database errors and bad arguments into
+    one-line exits (status 1)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (KBStoreError, ValueError, FileNotFoundError, PermissionError) as exc:
+        except (KBStoreError, ValueError, OSError, *_database_errors()) as exc:
             raise click.ClickException(str(exc).splitlines()[0] if str(exc) else
                                        type(exc).__name__) from exc
 

@@ -123,9 +123,11 @@ def reembed(db_path: str, embedder: str, dim: int | None) -> None:
 
 DEMO_QUERIES = (
     "how do I recover when a release breaks production?",
-    "how often should I feed my bread culture",
+    "keeping API clients polite when the server says slow down",  # paraphrase
+    "what does my human do for fun on saturdays",                 # paraphrase
+    "sourdough starter feeding schedule",
     "sqlite full text search ranking",
-    "what does the user prefer for answers",
+    "how does Lena like her answers?",
 )
 
 

@@ -1,7 +1,8 @@
 -- kbstore hybrid search: three retrievers fused in ONE statement.
 --
 -- Retrievers (each yields doc_id, rank 1..n, raw score):
---   fm   frontmatter: exact tag matches (document_tags), then title-word overlap
+--   fm   frontmatter: exact tag matches (document_tags), then exact (unstemmed)
+--        title-word overlap (titles_fts)
 --   fts  FTS5 BM25 over title/tags/body (weights :w_title > :w_tags > :w_body)
 --   vec  vector KNN over document AND HyPE vectors: a sign-bit prefilter per
 --        kind (so one document's many HyPE vectors cannot crowd out others),
@@ -29,8 +30,8 @@ fm_tag AS (
 ),
 fm_title AS (
     SELECT rowid AS doc_id, -rank AS title_score
-    FROM documents_fts
-    WHERE :title_query IS NOT NULL AND documents_fts MATCH :title_query
+    FROM titles_fts
+    WHERE :title_query IS NOT NULL AND titles_fts MATCH :title_query
     ORDER BY rank
     LIMIT :fm_limit
 ),
