@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbstore import FakeEmbedder, KnowledgeStore, SchemaTooNewError
+from kbstore import FakeEmbedder, KnowledgeStore, SchemaTooNewError, schema
 from kbstore import db as kbdb
 from kbstore import migrations as kbmigrations
-from kbstore import schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SQLITE3 = shutil.which("sqlite3") or ("/usr/bin/sqlite3" if Path("/usr/bin/sqlite3").exists()
