@@ -19,7 +19,7 @@ SQLITE3 = shutil.which("sqlite3") or ("/usr/bin/sqlite3" if Path("/usr/bin/sqlit
                                       else None)
 
 USER_TABLES = {"_sqlite_migrations", "meta", "documents", "document_tags", "documents_fts",
-               "hype_questions", "derived", "vector_data", "vectors"}
+               "titles_fts", "hype_questions", "derived", "vector_data", "vectors"}
 COLUMNS = {
     "documents": ["id", "path", "topic", "doc_type", "title", "tags", "body", "created",
                   "updated", "content_hash"],
@@ -30,7 +30,7 @@ COLUMNS = {
     "vector_data": ["vector_id", "doc_id", "embedding"],
 }
 TRIGGERS = {"documents_tags_ai", "documents_tags_au", "documents_fts_ai", "documents_fts_ad",
-            "documents_fts_au"}
+            "documents_fts_au", "titles_fts_ai", "titles_fts_ad", "titles_fts_au"}
 # vec0 holds sign bits for the KNN prefilter, kind as partition key, topic and
 # doc_type as metadata columns; float32 copies live in the plain vector_data.
 VECTOR_COLUMNS = ["vector_id", "kind", "embedding_bits", "doc_id", "topic", "doc_type"]
@@ -43,7 +43,7 @@ def _columns(conn, table: str) -> list[str]:
 def _user_tables(conn) -> set[str]:
     """Tables minus SQLite's and the virtual tables' own shadow tables."""
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    shadow = {n for n in names for v in ("documents_fts_", "vectors_") if n.startswith(v)}
+    shadow = {n for n in names for v in ("documents_fts_", "titles_fts_", "vectors_") if n.startswith(v)}
     return names - shadow - {"sqlite_sequence"}
 
 
@@ -58,6 +58,10 @@ def test_fresh_schema_is_exact(store: KnowledgeStore) -> None:
                            ).fetchone()[0]
     assert "fts5" in fts_sql and "porter unicode61" in fts_sql
     assert _columns(conn, "documents_fts")[:3] == ["title", "tags", "body"]
+    titles_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'titles_fts'"
+                              ).fetchone()[0]
+    assert "porter" not in titles_sql  # exact (unstemmed) title words
+    assert _columns(conn, "titles_fts")[:1] == ["title"]
     # vec0 lists its hidden 'distance' and 'k' columns after the declared ones
     assert _columns(conn, "vectors")[:len(VECTOR_COLUMNS)] == VECTOR_COLUMNS
     vec_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'").fetchone()[0]
@@ -152,6 +156,7 @@ def test_integrity_checks_pass_after_writes(store: KnowledgeStore) -> None:
     assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
     # Raises (SQLITE_CORRUPT_VTAB) if the external-content index drifted.
     store.conn.execute("INSERT INTO documents_fts(documents_fts) VALUES('integrity-check')")
+    store.conn.execute("INSERT INTO titles_fts(titles_fts) VALUES('integrity-check')")
     assert store.conn.execute("SELECT tag FROM document_tags ORDER BY tag").fetchall() == [("z",)]
 
 
@@ -192,6 +197,10 @@ def test_sqlite3_shell_reads_without_and_queries_with_the_extension(
 
 def test_legacy_v1_fixture_opens_and_searches(tmp_path: Path) -> None:
     source = FIXTURES / "kb-v1.sqlite"
+    # A failure here means a schema change broke files made by released code.
+    # Add a new migration step (migrations/0002_*.sql) instead of editing
+    # 0001_initial.sql; only before the first release may the fixture be
+    # regenerated (tests/fixtures/make_legacy_db.py).
     assert source.exists(), "regenerate with tests/fixtures/make_legacy_db.py"
     copy = tmp_path / "kb-v1.sqlite"
     shutil.copyfile(source, copy)  # never touch the committed file
