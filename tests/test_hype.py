@@ -475,3 +475,18 @@ def test_job_skips_document_edited_while_llm_was_busy(db_path: Path, fake_llm) -
 def test_unknown_mode_is_refused(store: KnowledgeStore) -> None:
     with pytest.raises(ValueError):
         run_hype(store, "some")
+
+
+def test_cli_hype_is_explicit_so_env_off_does_not_veto_it(db_path: Path, fake_llm,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBSTORE_HYPE", "0")
+    with _open(db_path) as store:
+        _five(store)
+    assert fake_llm.calls == []
+    _register()
+    result = CliRunner().invoke(cli, ["hype", "--db", str(db_path), "--all", "--json",
+                                      "--model", "ollama/llama3.2"])
+    assert result.exit_code == 0, result.output
+    assert '"generated": 5' in result.output and '"pending_after": 0' in result.output
+    assert {c["model"] for c in fake_llm.calls} == {"ollama/llama3.2"}
+    assert len(fake_llm.calls) == 5
