@@ -102,6 +102,11 @@ def normalize_date(value: Any) -> str | None:
     if isinstance(value, dt.date):
         return value.isoformat()
     text = str(value).strip()
+    if len(text) == 10:  # 'YYYY-MM-DD' stays a date (datetime would add T00:00:00)
+        try:
+            return dt.date.fromisoformat(text).isoformat()
+        except ValueError:
+            pass
     try:
         return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat()
     except ValueError:

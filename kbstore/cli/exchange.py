@@ -1,0 +1,115 @@
+"""import-npz, export, import-jsonl: moving knowledge in and out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..embed import EMBEDDER_NAMES
+from . import cli, db_option, echo_json, friendly_errors, json_option
+
+
+def _open(db_path: str, hype: bool | None, embedder: str | None):  # type: ignore[no-untyped-def]
+    from ..store import KnowledgeStore
+
+    return KnowledgeStore.open(db_path, embedder, hype=hype)
+
+
+_hype_option = click.option(
+    "--hype/--no-hype", default=None,
+    help="Ask the LLM for HyPE questions the file did not bring (default: env KBSTORE_HYPE, "
+         "else on).")
+_embedder_option = click.option(
+    "--embedder", type=click.Choice(EMBEDDER_NAMES), default=None,
+    help="Embedder for a new database (default: the stored one, else nomic).")
+
+
+@cli.command("import-npz")
+@db_option
+@click.option("--workspace", required=True, type=click.Path(file_okay=False),
+              help="The picobot workspace the npz was made from (documents come from here).")
+@click.argument("npz", type=click.Path(dir_okay=False))
+@click.option("--allow-pickle", is_flag=True,
+              help="Accept pickled arrays in the npz (only for a file you made yourself).")
+@_hype_option
+@_embedder_option
+@json_option
+@friendly_errors
+def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
+                   hype: bool | None, embedder: str | None, as_json: bool) -> None:
+    """Import picobot's old embeddings.npz sidecar without re-embedding.
+
+    A vector is reused when its document's body still has the md5 recorded
+    in the npz and its dimension is the store's; stale, unknown and
+    mismatched entries are reported and the workspace is then reconciled
+    as `kbstore import` would (embedding only what is left).
+    """
+    from ..exchange import import_npz
+
+    # Check inputs before opening: opening creates the database.
+    if not Path(npz).is_file():
+        raise click.ClickException(f"no npz file at {npz}")
+    if not Path(workspace).is_dir():
+        raise click.ClickException(f"no workspace folder at {workspace}")
+    with _open(db_path, hype, embedder) as store:
+        report = import_npz(store, workspace, npz, allow_pickle=allow_pickle)
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    click.echo(report.summary())
+    for skipped in report.reconcile.skipped:
+        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+
+
+@cli.command("export")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown"]), required=True,
+              help="jsonl: lossless, one document per line; markdown: a picobot workspace tree.")
+@click.argument("out", type=click.Path())
+@click.option("--vectors", is_flag=True,
+              help="jsonl only: include vectors, tagged with the embedder fingerprint.")
+@friendly_errors
+def export_cmd(db_path: str, fmt: str, out: str, vectors: bool) -> None:
+    """Export every document to OUT (a .jsonl file, '-' for stdout, or a new folder)."""
+    from ..exchange import export_jsonl, export_markdown
+
+    if vectors and fmt != "jsonl":
+        raise click.UsageError("--vectors only applies to --format jsonl")
+    if not Path(db_path).is_file():  # never create an empty database just to export it
+        raise click.ClickException(f"no database at {db_path}")
+    with _open(db_path, False, None) as store:
+        if fmt == "jsonl":
+            count = export_jsonl(store, out, include_vectors=vectors)
+            if out != "-":
+                click.echo(f"exported {count} document(s) to {out}"
+                           f"{' with vectors' if vectors else ''}")
+            return
+        report = export_markdown(store, out)
+    click.echo(f"exported to {out}: {report.summary()}")
+
+
+@cli.command("import-jsonl")
+@db_option
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@_hype_option
+@_embedder_option
+@json_option
+@friendly_errors
+def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str | None,
+                     as_json: bool) -> None:
+    """Import a `kbstore export --format jsonl` FILE ('-' for stdin).
+
+    Vectors are reused only if their fingerprint is this store's; HyPE
+    questions are kept; anything missing is embedded.
+    """
+    from ..exchange import import_jsonl
+
+    if file != "-" and not Path(file).is_file():
+        raise click.ClickException(f"no file at {file}")
+    with _open(db_path, hype, embedder) as store:
+        report = import_jsonl(store, file)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(report.summary())
