@@ -20,12 +20,10 @@ path then finds them current and embeds only what is left.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import sys
 import tempfile
-import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,8 +41,6 @@ from .ingest import (
     TOPICS,
     Document,
     make_document,
-    parse_file,
-    scan_workspace,
 )
 from .store import BATCH_SIZE, ImportReport, KnowledgeStore, doc_vector_hash, hype_hash
 
@@ -72,7 +68,7 @@ class Prepared:
 
 
 @dataclass
-class _Written:
+class Written:
     vectors: int = 0
     already_current: int = 0
     questions: int = 0
@@ -105,7 +101,7 @@ def _hype_current(conn: Any, doc_id: int | None, doc: Document) -> bool:
     return row is not None and row[0] == hype_hash(doc) and row[1] == "ok"
 
 
-def write_prepared(store: KnowledgeStore, items: list[Prepared]) -> _Written:
+def write_prepared(store: KnowledgeStore, items: list[Prepared]) -> Written:
     """Write documents with reusable vectors/questions in ONE transaction.
 
     Nothing is embedded here. A vector is written only where the store lacks a
@@ -115,7 +111,7 @@ def write_prepared(store: KnowledgeStore, items: list[Prepared]) -> _Written:
     """
     from .writer import _mark, _plan_batch, _replace_questions, _write_document, _write_vector
 
-    done = _Written()
+    done = Written()
     unique = list({p.doc.path: p for p in items}.values())
     plans = _plan_batch(store, [p.doc for p in unique])
     fp = fingerprint_id(store.embedder.fingerprint())
@@ -166,7 +162,7 @@ def write_prepared(store: KnowledgeStore, items: list[Prepared]) -> _Written:
     return done
 
 
-def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     batch: list[Any] = []
     for item in items:
         batch.append(item)
@@ -177,182 +173,12 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-# -- picobot's embeddings.npz ---------------------------------------------------------
-
-
-@dataclass
-class NpzReport:
-    entries: int = 0                  # rows in the npz
-    imported_vectors: int = 0         # document vectors taken from the npz
-    already_current: int = 0          # the store already had a current vector
-    imported_questions: int = 0       # HyPE questions taken over (no LLM call)
-    reused_question_vectors: int = 0  # ... with their vectors (no embedding)
-    stale: int = 0                    # body changed since the npz was written
-    unknown: int = 0                  # in the npz, not in the workspace
-    mismatched_dimension: int = 0     # vector size is not the store's
-    invalid: int = 0                  # NaN/inf/zero vectors
-    not_in_npz: int = 0               # workspace documents the npz did not cover
-    embedded: int = 0                 # document vectors the embedder computed
-    reconcile: ImportReport = field(default_factory=ImportReport)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "reconcile"}
-        data["reconcile"] = self.reconcile.to_dict()
-        return data
-
-    def summary(self) -> str:
-        return (f"npz entries {self.entries}: reused {self.imported_vectors} vectors and "
-                f"{self.imported_questions} HyPE questions, already current "
-                f"{self.already_current}, stale {self.stale}, unknown {self.unknown}, "
-                f"mismatched dimension {self.mismatched_dimension}, invalid {self.invalid}; "
-                f"not in npz {self.not_in_npz}; embedded {self.embedded}")
-
-
-def body_md5(text: str) -> str:
-    """The sidecar's content hash (seed 000): md5 of the entry body."""
-    return hashlib.md5(text.encode()).hexdigest()
-
-
-def _body_hashes(doc: Document, file: Path) -> set[str]:
-    """md5s of the current body under each reasonable reading of 'body':
-    ours (python-frontmatter, stripped; skills with description) and the raw
-    text after the closing '---', as picobot's own parser may have kept it.
-    Any of them equal to the npz hash means the body has not changed."""
-    text = file.read_text(encoding="utf-8")
-    raw = text
-    if text.startswith("---"):
-        parts = text.split("---", 2)
-        if len(parts) == 3:
-            raw = parts[2]
-    return {body_md5(b) for b in (doc.body, raw, raw.strip(), raw.lstrip("\n"))}
-
-
-def _npz_doc_id(value: Any) -> str:
-    text = str(value).replace("\\", "/")
-    while text.startswith("./"):
-        text = text[2:]
-    return text[len("knowledge/"):] if text.startswith("knowledge/") else text
-
-
-def _load_npz(path: str | os.PathLike[str], allow_pickle: bool) -> dict[str, np.ndarray]:
-    # np.load would read a non-zip file as a pickle (or a bare .npy): refuse first.
-    if not zipfile.is_zipfile(path):
-        raise ExchangeError(f"{path} is not a readable npz file (not a zip archive)")
-    try:
-        with np.load(path, allow_pickle=allow_pickle) as data:
-            return {key: data[key] for key in data.files}
-    except FileNotFoundError:
-        raise
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            raise ExchangeError(f"{path} holds Python objects (pickled arrays); if you made "
-                                "this file yourself, rerun with --allow-pickle") from exc
-        raise ExchangeError(f"{path} is not a readable npz file: {exc}") from exc
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise ExchangeError(f"{path} is not a readable npz file: {exc}") from exc
-
-
-def _read_npz(path: str | os.PathLike[str], allow_pickle: bool
-              ) -> tuple[np.ndarray, list[str], list[str], dict[str, list[tuple[str, Any]]]]:
-    data = _load_npz(path, allow_pickle)
-    missing = [k for k in ("vectors", "doc_ids", "content_hashes") if k not in data]
-    if missing:
-        raise ExchangeError(f"{path} lacks {', '.join(missing)}; expected the picobot sidecar "
-                            "layout: vectors (N, D), doc_ids (N,), content_hashes (N,)")
-    vectors = np.asarray(data["vectors"])
-    doc_ids = [_npz_doc_id(x) for x in np.asarray(data["doc_ids"]).reshape(-1)]
-    hashes = [str(x) for x in np.asarray(data["content_hashes"]).reshape(-1)]
-    if vectors.ndim != 2 or not (len(vectors) == len(doc_ids) == len(hashes)):
-        raise ExchangeError(f"{path}: vectors {vectors.shape}, {len(doc_ids)} doc_ids and "
-                            f"{len(hashes)} content_hashes do not line up")
-    questions: dict[str, list[tuple[str, Any]]] = {}
-    if "hype_doc_ids" in data and "hype_questions" in data:
-        qdocs = [_npz_doc_id(x) for x in np.asarray(data["hype_doc_ids"]).reshape(-1)]
-        qtext = [str(x) for x in np.asarray(data["hype_questions"]).reshape(-1)]
-        qvecs = np.asarray(data["hype_vectors"]) if "hype_vectors" in data else None
-        if len(qdocs) != len(qtext) or (qvecs is not None and (
-                qvecs.ndim != 2 or len(qvecs) != len(qtext))):
-            raise ExchangeError(f"{path}: hype_doc_ids, hype_questions and hype_vectors do "
-                                "not line up")
-        for i, (doc_id, question) in enumerate(zip(qdocs, qtext, strict=True)):
-            if question.strip():
-                questions.setdefault(doc_id, []).append(
-                    (question.strip(), None if qvecs is None else qvecs[i]))
-    return vectors, doc_ids, hashes, questions
-
-
-def _usable(vector: np.ndarray) -> bool:
-    return bool(np.all(np.isfinite(vector))) and bool(np.any(vector))
-
-
 def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
-               npz_path: str | os.PathLike[str], *, allow_pickle: bool = False,
-               batch_size: int = BATCH_SIZE) -> NpzReport:
-    """Bring picobot's ``embeddings.npz`` into the store, then reconcile with
-    the workspace. Fresh vectors (same body md5, the store's dimension) are
-    reused; stale, unknown, mismatched and uncovered documents are reported
-    and embedded by the normal reconcile (which also calls the LLM for HyPE
-    if the store has it enabled and the npz brought no questions)."""
-    vectors, doc_ids, hashes, questions = _read_npz(npz_path, allow_pickle)
-    report = NpzReport(entries=len(doc_ids))
-    fingerprint = store.embedder.fingerprint()
-    dim = int(store.embedder.dim)
-    # Question vectors in the sidecar were embedded as documents (seed 000
-    # has one embed call); reusable as-is only if the store embeds documents
-    # and queries the same way. Otherwise keep the text, re-embed the vectors.
-    symmetric = fingerprint.get("document_prefix") == fingerprint.get("query_prefix")
+               npz_path: str | os.PathLike[str], **options: Any) -> Any:
+    """picobot's embeddings.npz sidecar; see :mod:`kbstore.exchange_npz`."""
+    from .exchange_npz import import_npz as _import_npz
 
-    files: dict[str, tuple[Document, Path]] = {}
-    for rel, file, reason in scan_workspace(workspace):
-        if reason or file is None:
-            continue  # reported by the reconcile below
-        try:
-            files[rel] = (parse_file(file, rel), file)
-        except (InvalidDocumentError, OSError):
-            continue
-    latest = {doc_id: i for i, doc_id in enumerate(doc_ids)}  # a repeated id: last wins
-    report.not_in_npz = sum(1 for rel in files if rel not in latest)
-
-    fresh: list[Prepared] = []
-    for i, doc_id in enumerate(doc_ids):
-        if latest[doc_id] != i:
-            continue
-        if doc_id not in files:
-            report.unknown += 1
-            continue
-        doc, file = files[doc_id]
-        if vectors.shape[1] != dim:
-            report.mismatched_dimension += 1
-            continue
-        vector = np.asarray(vectors[i], dtype=np.float32)
-        if not _usable(vector):
-            report.invalid += 1
-            continue
-        if hashes[i] not in _body_hashes(doc, file):
-            report.stale += 1
-            continue
-        qs = questions.get(doc_id, [])
-        qvecs = [v for _, v in qs]
-        reuse_qvecs = (symmetric and bool(qs) and all(
-            v is not None and np.asarray(v).shape == (dim,) and _usable(np.asarray(v))
-            for v in qvecs))
-        fresh.append(Prepared(doc, vector, [q for q, _ in qs],
-                              [np.asarray(v, np.float32) for v in qvecs] if reuse_qvecs
-                              else None))
-
-    credits: list[_Written] = []
-    for batch in _batches(fresh, batch_size):
-        done = write_prepared(store, batch)
-        credits.append(done)
-        report.imported_vectors += done.vectors
-        report.already_current += done.already_current
-        report.imported_questions += done.questions
-        report.reused_question_vectors += done.question_vectors
-    report.reconcile = store.import_directory(workspace, batch_size=batch_size)
-    for done in credits:
-        done.credit(report.reconcile)
-    report.embedded = report.reconcile.embedded
-    return report
+    return _import_npz(store, workspace, npz_path, **options)
 
 
 # -- JSONL ------------------------------------------------------------------------------
@@ -530,7 +356,7 @@ def import_jsonl(store: KnowledgeStore, file: str | os.PathLike[str] | IO[str], 
     dim = int(store.embedder.dim)
     records = (_record_to_prepared(rec, where, fingerprint, dim, report)
                for where, rec in _read_jsonl(file))
-    for batch in _batches(records, batch_size):
+    for batch in batches(records, batch_size):
         done = write_prepared(store, batch)
         report.documents += len(batch)
         report.reused_vectors += done.vectors
