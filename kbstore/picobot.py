@@ -219,7 +219,7 @@ class KnowledgeBase:
         tag_list = normalize_tags(tags)
         today = _today()
         name = f"{slugify(title)}.md"
-        if topic == "journal":
+        if topic == "journal" and not name.startswith(today.isoformat()):
             name = f"{today.isoformat()}-{name}"
         rel = f"{topic}/{name}"
         target = self.base / topic / name
