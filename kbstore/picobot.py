@@ -27,6 +27,10 @@ from .ingest import TOPICS, normalize_tags, parse_file
 DEFAULT_DATA_DIR = Path("~/.picobot/data")
 DEFAULT_WORKSPACE = Path("~/.picobot/workspace")
 DB_NAME = "kb.sqlite"
+# Used when no embedder is passed and the database has none recorded yet
+# (None = nomic). A test suite that builds ``KnowledgeBase(workspace=tmp_path)``
+# monkeypatches this and DEFAULT_DATA_DIR instead of touching every call.
+DEFAULT_EMBEDDER: Embedder | str | None = None
 MAX_RESULTS = 10
 MAX_SLUG_CHARS = 80
 
@@ -175,7 +179,8 @@ class KnowledgeBase:
             from .store import KnowledgeStore
 
             self.data_dir.mkdir(parents=True, exist_ok=True)
-            self._store = KnowledgeStore.open(self.db_path, self._embedder, hype=self.hype,
+            embedder = self._embedder if self._embedder is not None else DEFAULT_EMBEDDER
+            self._store = KnowledgeStore.open(self.db_path, embedder, hype=self.hype,
                                               hype_model=self.model,
                                               inference_mode=self.inference_mode)
         return self._store

@@ -399,3 +399,17 @@ def test_base_path_and_lazy_open(tmp_path, embedder):
     assert (tmp_path / "d" / "kb.sqlite").is_file()
     assert paths(kb.search("coffee"))[0] == rel
     kb.close()
+
+
+def test_picobots_existing_test_pattern_works_offline(tmp_path, monkeypatch):
+    """picobot's tests build ``KnowledgeBase(workspace=tmp_path)``; one autouse
+    fixture redirecting the defaults keeps them offline and out of ~/.picobot."""
+    monkeypatch.setattr(picobot_module, "DEFAULT_DATA_DIR", tmp_path / "data")
+    monkeypatch.setattr(picobot_module, "DEFAULT_EMBEDDER", "fake")
+    kb = KnowledgeBase(workspace=tmp_path, hype=False)
+    kb.ensure_structure()
+    rel = kb.store("projects", "Home server", "Runs picobot under systemd.", tags=["infra"])
+    assert paths(kb.search("systemd"))[0] == rel
+    assert kb.db_path == tmp_path / "data" / "kb.sqlite" and kb.db_path.is_file()
+    assert kb.knowledge_store.embedder.fingerprint()["name"] == "fake"
+    kb.close()
