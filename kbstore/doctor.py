@@ -78,20 +78,32 @@ def _integrity(conn: Any) -> Check:
                  fixable=False, sample=bad[:SAMPLE])
 
 
+def fts_tables(conn: Any) -> list[str]:
+    """The FTS5 indexes over the documents table (documents_fts, and any a
+    later migration adds): all are derived, all are checked and rebuilt."""
+    rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+                        "AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%' ORDER BY name")
+    return [name for name, sql in rows
+            if re.search(r"content\s*=\s*'documents'", sql) and re.fullmatch(r"\w+", name)]
+
+
 def _fts_integrity(conn: Any) -> Check:
     # rank = 1 also compares the index with its external content table.
     # It is an INSERT, so it needs (and waits for) the write lock.
-    try:
-        conn.execute("INSERT INTO documents_fts (documents_fts, rank) VALUES ('integrity-check', 1)")
-    except Exception as exc:  # SQLITE_CORRUPT_VTAB from the binding
-        return Check("fts_integrity", 1, f"FTS5 integrity-check failed: {exc}")
-    return Check("fts_integrity", 0, "FTS5 integrity-check: ok")
+    failed = []
+    for table in fts_tables(conn):  # names from sqlite_master, checked to be plain words
+        try:
+            conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
+        except Exception as exc:  # SQLITE_CORRUPT_VTAB from the binding
+            failed.append(f"{table}: {exc}")
+    return Check("fts_integrity", len(failed), "; ".join(failed) or "FTS5 integrity-check: ok",
+                 sample=failed[:SAMPLE])
 
 
 def _vector_dim(conn: Any) -> int | None:
     row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?",
                        (schema.VECTOR_TABLE,)).fetchone()
-    match = re.search(r"embedding\s+float\[(\d+)\]", row[0] if row else "")
+    match = re.search(r"(?:float|bit)\[(\d+)\]", row[0] if row else "")
     return int(match.group(1)) if match else None
 
 
@@ -129,9 +141,17 @@ def _row_checks(conn: Any, fp: str | None, vectors_ok: bool) -> list[Check]:
         found = sorted(found)
         checks.append(Check(name, len(found), detail if found else "", sample=found[:SAMPLE], **kw))
 
-    indexed = _ids(conn, "SELECT id FROM documents_fts_docsize")
-    add("documents_missing_fts", ids - indexed, "documents absent from the FTS5 index")
-    add("orphan_fts_rows", indexed - ids, "FTS5 rows of deleted documents")
+    missing: set[int] = set()
+    extra: set[int] = set()
+    for table in fts_tables(conn):
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                            (f"{table}_docsize",)).fetchone():
+            continue  # columnsize=0: no per-row table to compare
+        indexed = _ids(conn, f"SELECT id FROM {table}_docsize")
+        missing |= ids - indexed
+        extra |= indexed - ids
+    add("documents_missing_fts", missing, "documents absent from an FTS5 index")
+    add("orphan_fts_rows", extra, "FTS5 rows of deleted documents")
 
     questions = {(int(r[0]), int(r[1])) for r in
                  conn.execute("SELECT doc_id, position FROM hype_questions")}
@@ -167,18 +187,35 @@ def _row_checks(conn: Any, fp: str | None, vectors_ok: bool) -> list[Check]:
     if not vectors_ok:
         return checks
 
-    vectors = {int(r[0]): int(r[1]) for r in
-               conn.execute(f"SELECT vector_id, doc_id FROM {schema.VECTOR_TABLE}")}
-    add("orphan_vectors", {v for v, d in vectors.items()
-                           if v // SLOTS not in ids or d != v // SLOTS
-                           or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)},
-        "vectors of deleted documents or questions")
-    add("documents_missing_vectors", {d for d in ids if d * SLOTS not in vectors},
-        "documents without their document vector")
+    # Each vector lives twice: sign bits in vec0 (KNN) and float32 in vector_data.
+    vectors = _vector_rows(conn)
+    data = _vector_data_rows(conn)
+    both = set(vectors) & set(data)
+    add("orphan_vectors", _orphans(vectors, ids, questions) | _orphans(data, ids, questions),
+        "vectors of deleted documents or questions (vec0 or vector_data)")
+    add("documents_missing_vectors", {d for d in ids if d * SLOTS not in both},
+        "documents without their document vector (vec0 and vector_data)")
     add("questions_missing_vectors", {d for d, pos in questions
-                                      if d in ids and d * SLOTS + pos not in vectors},
+                                      if d in ids and d * SLOTS + pos not in both},
         "documents whose HyPE questions lack vectors")
     return checks
+
+
+def _vector_rows(conn: Any) -> dict[int, int]:
+    return {int(r[0]): int(r[1]) for r in
+            conn.execute(f"SELECT vector_id, doc_id FROM {schema.VECTOR_TABLE}")}
+
+
+def _vector_data_rows(conn: Any) -> dict[int, int]:
+    return {int(r[0]): int(r[1]) for r in conn.execute("SELECT vector_id, doc_id FROM vector_data")}
+
+
+def _orphans(rows: dict[int, int], ids: set[int], questions: set[tuple[int, int]]) -> set[int]:
+    """vector ids whose document is gone, whose doc_id disagrees with the id,
+    or whose HyPE slot has no question."""
+    return {v for v, d in rows.items()
+            if v // SLOTS not in ids or d != v // SLOTS
+            or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)}
 
 
 def diagnose(store: KnowledgeStore) -> DoctorReport:
@@ -186,17 +223,28 @@ def diagnose(store: KnowledgeStore) -> DoctorReport:
     lock for a moment but writes nothing)."""
     conn = store.conn
     report = DoctorReport(str(store.path))
-    report.checks.append(_integrity(conn))
-    report.checks.append(_fts_integrity(conn))
+    report.checks.append(_guarded("integrity", _integrity, conn))
+    report.checks.append(_guarded("fts_integrity", _fts_integrity, conn))
     setup, fp = _setup_checks(conn)
     report.checks += setup
     vectors_ok = all(c.ok for c in setup)
     conn.execute("BEGIN")  # one snapshot for the cross-table comparisons
     try:
         report.checks += _row_checks(conn, fp, vectors_ok)
+    except Exception as exc:  # a damaged file can fail any query
+        report.checks.append(Check("tables", 1, f"could not compare the tables: {exc}",
+                                   fixable=False))
     finally:
-        conn.execute("COMMIT")
+        if conn.in_transaction:
+            conn.execute("COMMIT")
     return report
+
+
+def _guarded(name: str, check: Any, conn: Any) -> Check:
+    try:
+        return check(conn)  # type: ignore[no-any-return]
+    except Exception as exc:
+        return Check(name, 1, f"check failed: {exc}", fixable=False)
 
 
 def fix(store: KnowledgeStore, *, batch_size: int = 64) -> DoctorReport:
@@ -216,8 +264,9 @@ def fix(store: KnowledgeStore, *, batch_size: int = 64) -> DoctorReport:
         bad = {c.name for c in diagnose(store).problems}
     with _db.transaction(conn):
         if bad & {"fts_integrity", "documents_missing_fts", "orphan_fts_rows"}:
-            conn.execute("INSERT INTO documents_fts (documents_fts) VALUES ('rebuild')")
-            actions.append("rebuilt the FTS5 index from the documents table")
+            for table in fts_tables(conn):
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
+            actions.append("rebuilt the FTS5 index(es) from the documents table")
         actions += _delete_orphans(conn, bad, before)
         actions += _forget_missing_vectors(conn, bad)
     # The writer re-embeds whatever lacks a hash row of the current content
@@ -237,12 +286,11 @@ def _delete_orphans(conn: Any, bad: set[str], before: DoctorReport) -> list[str]
         live = _ids(conn, "SELECT id FROM documents")
         questions = {(int(r[0]), int(r[1])) for r in
                      conn.execute("SELECT doc_id, position FROM hype_questions")}
-        doomed = [v for v, d in conn.execute(f"SELECT vector_id, doc_id FROM {schema.VECTOR_TABLE}")
-                  if v // SLOTS not in live or d != v // SLOTS
-                  or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)]
-        conn.executemany(f"DELETE FROM {schema.VECTOR_TABLE} WHERE vector_id = ?",
-                         [(v,) for v in doomed])
-        actions.append(f"deleted {len(doomed)} orphan vector(s)")
+        doomed = [(v,) for v in _orphans(_vector_rows(conn), live, questions)]
+        conn.executemany(f"DELETE FROM {schema.VECTOR_TABLE} WHERE vector_id = ?", doomed)
+        data = [(v,) for v in _orphans(_vector_data_rows(conn), live, questions)]
+        conn.executemany("DELETE FROM vector_data WHERE vector_id = ?", data)
+        actions.append(f"deleted {len(doomed) + len(data)} orphan vector row(s)")
     if "orphan_questions" in bad:
         n = conn.execute("DELETE FROM hype_questions WHERE doc_id NOT IN "
                          "(SELECT id FROM documents)").rowcount
@@ -259,7 +307,7 @@ def _forget_missing_vectors(conn: Any, bad: set[str]) -> list[str]:
     writer's content-hash check re-embeds those documents."""
     if not bad & {"documents_missing_vectors", "questions_missing_vectors"}:
         return []
-    vectors = _ids(conn, f"SELECT vector_id FROM {schema.VECTOR_TABLE}")
+    vectors = set(_vector_rows(conn)) & set(_vector_data_rows(conn))
     docs = _ids(conn, "SELECT id FROM documents")
     no_doc_vector = [(d,) for d in docs if d * SLOTS not in vectors]
     conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'doc_vector'",

@@ -57,6 +57,8 @@ def validate_path(path: str) -> str:
         raise InvalidDocumentError("document path must be a non-empty string")
     if "\x00" in path or "\\" in path:
         raise InvalidDocumentError(f"document path has a NUL or backslash: {path!r}")
+    if not _is_utf8(path):
+        raise InvalidDocumentError(f"document path is not valid UTF-8: {path!r}")
     pure = PurePosixPath(path)
     if pure.is_absolute() or any(part in ("..", ".", "") for part in path.split("/")):
         raise InvalidDocumentError(
@@ -130,10 +132,24 @@ def make_document(path: str, *, title: str, body: str, tags: Sequence[str] | str
         raise InvalidDocumentError("title and body must be strings")
     if "\x00" in title or "\x00" in body:
         raise InvalidDocumentError(f"{path}: title/body contain NUL bytes")
+    clean_tags = normalize_tags(tags)
+    if not all(_is_utf8(text) for text in (title, body, *clean_tags)):
+        raise InvalidDocumentError(f"{path}: title/body/tags are not valid UTF-8 (lone "
+                                   "surrogates)")
     created_iso, updated_iso = normalize_date(created), normalize_date(updated)
     return Document(path=path, title=title.strip() or PurePosixPath(path).stem, body=body,
-                    tags=normalize_tags(tags), topic=topic or derived_topic, doc_type=doc_type,
+                    tags=clean_tags, topic=topic or derived_topic, doc_type=doc_type,
                     created=created_iso, updated=updated_iso or created_iso)
+
+
+def _is_utf8(text: str) -> bool:
+    # Lone surrogates (e.g. os.fsdecode of a non-UTF-8 file name) cannot be
+    # stored: SQLite would refuse them mid-transaction.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # -- reading files ---------------------------------------------------------
@@ -230,11 +246,22 @@ def scan_workspace(workspace: str | os.PathLike[str]) -> Iterator[tuple[str, Pat
             rel = file.relative_to(kroot).as_posix()
             if file.name.lower() in EXCLUDED_NAMES:
                 continue
-            yield rel, file, "" if _inside(kroot, file) else "symlink points outside the root"
+            yield _printable(rel), file, _skip_reason(kroot, file, rel)
     skills = root / SKILLS_TOPIC
     if skills.is_dir() and not skills.is_symlink():
         for skill_dir in sorted(p for p in skills.iterdir() if p.is_dir()):
             file = skill_dir / "SKILL.md"
             if file.is_file():
                 rel = f"{SKILLS_TOPIC}/{skill_dir.name}/SKILL.md"
-                yield rel, file, "" if _inside(root, file) else "symlink points outside the root"
+                yield _printable(rel), file, _skip_reason(root, file, rel)
+
+
+def _skip_reason(root: Path, file: Path, rel: str) -> str:
+    if not _is_utf8(rel):
+        return "file name is not valid UTF-8"
+    return "" if _inside(root, file) else "symlink points outside the root"
+
+
+def _printable(rel: str) -> str:
+    """A non-UTF-8 file name as text a report and a terminal can show."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -276,10 +276,20 @@ class KnowledgeStore:
         if params["qvec"] is None:  # no vector side: an empty KNN
             params["qvec"] = np.zeros(self.embedder.dim, np.float32).tobytes()
             params["vec_k_doc"] = params["vec_k_hype"] = 0
-        cursor = self.conn.execute(search_sql(), params)
-        columns = [c[0] for c in cursor.description]
-        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-        return self._hits(rows, query, explain)
+        # One read snapshot for the ranking and the snippets' bodies: with a
+        # writer committing in between, a hit's title and snippet could
+        # otherwise come from two versions of the document.
+        snapshot = not self.conn.in_transaction
+        if snapshot:
+            self.conn.execute("BEGIN")
+        try:
+            cursor = self.conn.execute(search_sql(), params)
+            columns = [c[0] for c in cursor.description]
+            rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+            return self._hits(rows, query, explain)
+        finally:
+            if snapshot and self.conn.in_transaction:
+                self.conn.execute("COMMIT")
 
     def _hits(self, rows: list[dict[str, Any]], query: str, explain: bool) -> list[Hit]:
         import json

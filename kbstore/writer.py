@@ -8,6 +8,7 @@ the database exactly as it was before the batch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -84,7 +85,27 @@ def _plan_batch(store: KnowledgeStore, docs: list[Document]) -> list[_Plan]:
     return plans
 
 
+# Plans are made without the write lock, so another process (daemon + CLI)
+# may commit to the same documents first: an insert would then hit the
+# UNIQUE path, an update a deleted row, a kept vector newer content. The plan
+# is re-made under the lock; if it changed, the batch is planned again.
+REPLANS = 8
+
+
+class _StalePlanError(Exception):
+    """Another writer changed this batch's documents after it was planned."""
+
+
 def write_batch(store: KnowledgeStore, docs: list[Document]) -> ImportReport:
+    for _ in range(REPLANS):
+        with contextlib.suppress(_StalePlanError):
+            return _write_batch(store, docs, locked=False)
+    # Still racing a busy writer: plan, embed and write under the lock.
+    with _db.transaction(store.conn):
+        return _write_batch(store, docs, locked=True)
+
+
+def _write_batch(store: KnowledgeStore, docs: list[Document], *, locked: bool) -> ImportReport:
     from .store import ImportReport
 
     report = ImportReport()
@@ -122,7 +143,9 @@ def write_batch(store: KnowledgeStore, docs: list[Document]) -> ImportReport:
     for (path, pos, q), vec in zip(flat, question_vectors, strict=True):
         qvec_by_path.setdefault(path, []).append((pos, q, vec))
     fp = fingerprint_id(store.embedder.fingerprint())
-    with _db.transaction(store.conn):
+    with contextlib.nullcontext() if locked else _db.transaction(store.conn):
+        if not locked and _plan_batch(store, unique) != plans:
+            raise _StalePlanError  # rolled back: nothing of this batch was written
         for p in work:
             doc_id = _write_document(store.conn, p)
             if p.doc_id is None:
