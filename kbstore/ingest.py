@@ -219,9 +219,11 @@ def _inside(root: Path, file: Path) -> bool:
 
 
 def _walk_md(top: Path) -> Iterator[Path]:
-    # followlinks=False: a symlinked directory is never descended into.
+    # followlinks=False: a symlinked directory is never descended into; it is
+    # yielded itself so the import report says why its files are missing.
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
         dirnames.sort()
+        yield from (Path(dirpath) / n for n in dirnames if os.path.islink(os.path.join(dirpath, n)))
         for name in sorted(filenames):
             if name.lower().endswith(".md"):
                 yield Path(dirpath) / name
@@ -259,6 +261,8 @@ def scan_workspace(workspace: str | os.PathLike[str]) -> Iterator[tuple[str, Pat
 def _skip_reason(root: Path, file: Path, rel: str) -> str:
     if not _is_utf8(rel):
         return "file name is not valid UTF-8"
+    if file.is_symlink() and file.is_dir():
+        return "symlinked directory (not followed)"
     return "" if _inside(root, file) else "symlink points outside the root"
 
 

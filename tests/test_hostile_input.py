@@ -160,9 +160,9 @@ def test_hostile_files_are_skipped_with_a_reason_and_change_nothing(
     assert "outside the root" in reasons["skills/evil/SKILL.md"]
     assert "backslash" in reasons["projects/..\\..\\..\\evil.md"]
     assert reasons["projects/caf\\xe9.md"] == "file name is not valid UTF-8"
-    assert len(reasons) == 9
-    # The symlinked directory is never walked into: its file is not even a candidate.
-    assert not any("secret" in p or "linked-dir" in p for p in [*reasons, *store_paths(db)])
+    assert reasons["projects/linked-dir"] == "symlinked directory (not followed)"
+    assert len(reasons) == 10
+    assert not any("secret" in p or "linked-dir" in p for p in store_paths(db))
 
 
 def store_paths(db: Path) -> list[str]:
