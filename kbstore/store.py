@@ -254,8 +254,8 @@ class KnowledgeStore:
         if delete_missing:
             gone = [p for p in self.paths() if p not in seen]
             for start in range(0, len(gone), batch_size):
-                ids = self._ids_for(gone[start:start + batch_size])
-                with _db.transaction(self.conn):
+                with _db.transaction(self.conn):  # ids resolved under the write lock
+                    ids = self._ids_for(gone[start:start + batch_size])
                     report.deleted += self._delete_ids(ids)
         return report
 
