@@ -150,9 +150,12 @@ def damage(counts: dict[str, int]) -> tuple[int, int]:
 # -- child processes --------------------------------------------------------
 
 
-def _ready_and_wait(go: str | None) -> None:
+def _ready_and_wait(go: str | None, timeout: float = 300) -> None:
     print("ready", flush=True)
+    deadline = time.monotonic() + timeout
     while go and not os.path.exists(go):
+        if time.monotonic() > deadline:  # the harness died: do not linger
+            sys.exit("no go-file; giving up")
         time.sleep(0.001)
 
 
@@ -161,12 +164,18 @@ def spawn(command: str, *args: Any, stderr: Any = None) -> subprocess.Popen[str]
                             stdout=subprocess.PIPE, stderr=stderr, text=True)
 
 
-def _start_together(procs: list[subprocess.Popen[str]], go: Path, timeout: float = 60) -> None:
-    for proc in procs:
-        line = proc.stdout.readline() if proc.stdout else ""
-        if line.strip() != "ready":
-            raise RuntimeError(f"worker did not start: {line!r}")
-    go.touch()
+def _start_together(procs: list[subprocess.Popen[str]], go: Path) -> None:
+    try:
+        for proc in procs:
+            line = proc.stdout.readline() if proc.stdout else ""
+            if line.strip() != "ready":
+                raise RuntimeError(f"worker did not start: {line!r}")
+        go.touch()
+    except BaseException:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        raise
 
 
 def _results(procs: list[subprocess.Popen[str]], timeout: float) -> list[dict[str, Any]]:
@@ -180,10 +189,11 @@ def _results(procs: list[subprocess.Popen[str]], timeout: float) -> list[dict[st
 
 
 def crash_child(db: str, n: int, gen: int, batch: int, seed: int, go: str | None) -> None:
-    """Import n documents (version ``gen``) with HyPE, then delete 5% of them."""
+    """Import n documents (version ``gen``; 0 is the calibration run) with
+    HyPE, then delete 5% of them."""
     with fake_hype(), open_store(db) as store:
         _ready_and_wait(go)
-        store.upsert_many(make_docs(range(n), f"m0x{gen}"), batch_size=batch)
+        store.upsert_many(make_docs(range(n), f"m0x{gen or 99999}"), batch_size=batch)
         for i in random.Random(seed).sample(range(n), n // 20):
             store.delete(doc_path(i))
         print("done", flush=True)
@@ -334,8 +344,8 @@ def run_crash_trials(workdir: Path, trials: int, n: int = 1000, seed: int = 0,
         (workdir / f"go-{gen}").touch()
 
     try:
-        _seed_store(db, 0)  # create the file: children only open it
-        # Calibration run (not a trial): how long the work after "go" takes.
+        _seed_store(db, n)  # children only open the file, then update every document
+        # Calibration run (not a trial): how long an update run takes after "go".
         proc = child(0)
         start(proc, 0)
         started = time.monotonic()
@@ -472,6 +482,7 @@ def run_two_writers(workdir: Path, seconds: float, seed: int = 0,
 
 def run_migration_race(workdir: Path, procs: int = 6, rounds: int = 3) -> dict[str, Any]:
     """``procs`` processes create the same brand-new file at once, ``rounds`` times."""
+    workdir.mkdir(parents=True, exist_ok=True)
     stats: dict[str, Any] = {"rounds": rounds, "processes": procs, "errors": [],
                              "bad_schema": []}
     for r in range(rounds):
@@ -563,6 +574,8 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--fuzz", type=int, default=2000)
         p.add_argument("--workdir", default=None)
         p.add_argument("--out", default=str(RESULTS))
+        p.add_argument("--only", default=None,
+                       help="comma-separated scenarios to run (merged into --out)")
     crash = sub.add_parser("crash-child")
     crash.add_argument("--n", type=int, default=1000)
     crash.add_argument("--gen", type=int, default=1)
@@ -598,9 +611,11 @@ def main(argv: list[str] | None = None) -> None:
 def _run_all(args: argparse.Namespace) -> None:
     import tempfile
 
+    out = Path(args.out)
+    only = set(args.only.split(",")) if args.only else None
+    results: dict[str, Any] = json.loads(out.read_text()) if only and out.exists() else {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
-        results: dict[str, Any] = {}
         for name, fn in (
             ("crash", lambda: run_crash_trials(work / "crash", args.trials)),
             ("concurrency", lambda: run_concurrency(work / "conc", args.seconds)),
@@ -608,13 +623,14 @@ def _run_all(args: argparse.Namespace) -> None:
             ("migration_race", lambda: run_migration_race(work / "race", procs=8, rounds=5)),
             ("query_fuzz", lambda: run_query_fuzz(work / "fuzz", args.fuzz)),
         ):
+            if only and name not in only:
+                continue
             started = time.perf_counter()
             results[name] = fn()
             results[name]["elapsed_seconds"] = round(time.perf_counter() - started, 1)
             print(f"{name}: " + json.dumps({k: v for k, v in results[name].items()
                                             if not isinstance(v, (list, dict)) or not v}),
                   flush=True)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {out}")
