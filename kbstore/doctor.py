@@ -267,7 +267,7 @@ def fix(store: KnowledgeStore, *, batch_size: int = 64) -> DoctorReport:
             for table in fts_tables(conn):
                 conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
             actions.append("rebuilt the FTS5 index(es) from the documents table")
-        actions += _delete_orphans(conn, bad, before)
+        actions += _delete_orphans(conn, bad)
         actions += _forget_missing_vectors(conn, bad)
     # The writer re-embeds whatever lacks a hash row of the current content
     # and model (so also fingerprint mismatches); it drops stale questions.
@@ -280,7 +280,7 @@ def fix(store: KnowledgeStore, *, batch_size: int = 64) -> DoctorReport:
     return after
 
 
-def _delete_orphans(conn: Any, bad: set[str], before: DoctorReport) -> list[str]:
+def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
     actions = []
     if "orphan_vectors" in bad:
         live = _ids(conn, "SELECT id FROM documents")
