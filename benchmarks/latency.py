@@ -46,12 +46,13 @@ KB_COLD = r"""
 import time
 t0 = time.perf_counter()
 import json, sys
-import numpy as np
 from kbstore import KnowledgeStore
 from benchmarks.precomputed import PrecomputedEmbedder
 db, qvec, query, now, dim = sys.argv[1:6]
 store = KnowledgeStore.open(db, PrecomputedEmbedder(int(dim)), hype=False)
-hits = store.search(query, query_vector=np.load(qvec), limit=10, now=now)
+# Searching is all SQL: the query vector goes in as float32 bytes, no numpy.
+with open(qvec, "rb") as f:
+    hits = store.search(query, query_vector=f.read(), limit=10, now=now)
 print(json.dumps({"first_result": hits[0].path if hits else None,
                   "seconds": time.perf_counter() - t0}))
 """
@@ -279,7 +280,9 @@ def measure_cold(n: int, dim: int, cache: Path, query: str, qvec: np.ndarray, ru
     with tempfile.TemporaryDirectory() as tmp:
         qpath = Path(tmp) / "q.npy"
         np.save(qpath, qvec)
-        kb_argv = [PYTHON, "-c", KB_COLD, str(where["db"]), str(qpath), query, NOW, str(dim)]
+        qraw = Path(tmp) / "q.f32"
+        qraw.write_bytes(np.asarray(qvec, np.float32).tobytes())
+        kb_argv = [PYTHON, "-c", KB_COLD, str(where["db"]), str(qraw), query, NOW, str(dim)]
         base_argv = [PYTHON, "-m", "benchmarks.baselines.seed", "--docs", str(where["docs"]),
                      "--npz", str(where["npz"]), "--query", query, "--qvec", str(qpath),
                      "--now", NOW]

@@ -2,16 +2,17 @@
 
 The latency benchmark measures the search and write paths, not a model: each
 document text and each HyPE question is assigned a vector up front, and this
-embedder hands it back when kbstore asks. Imports numpy only, so a cold-start
+embedder hands it back when kbstore asks. Imports nothing heavy, so a cold-start
 subprocess can open a benchmark database without loading any model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # imported lazily: a cold-start search needs no numpy
+    import numpy as np
 
 NAME = "precomputed"
 MODEL = "benchmark-clustered-random"
@@ -38,6 +39,8 @@ class PrecomputedEmbedder:
     def _lookup(self, texts: Sequence[str]) -> np.ndarray:
         if self.index is None or self.vectors is None:
             raise RuntimeError("this PrecomputedEmbedder has no vectors: nothing may be embedded")
+        import numpy as np
+
         self.calls += len(texts)
         if not texts:
             return np.zeros((0, self.dim), np.float32)

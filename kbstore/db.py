@@ -10,6 +10,7 @@ WAL, a busy timeout, foreign keys, synchronous=NORMAL.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import os
 import sqlite3 as _stdlib_sqlite3
@@ -61,28 +62,34 @@ def binding(name: str | None = None) -> ModuleType:
     )
 
 
+def vec_path() -> str:
+    """The sqlite-vec loadable file (without its suffix, as SQLite wants it),
+    for `.load` in the sqlite3 shell.
+
+    Found without importing ``sqlite_vec``: its module imports numpy, which
+    would cost a search-only process ~0.1 s of start-up for nothing.
+    """
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.origin:
+        raise ExtensionLoadError("sqlite-vec is not installed: pip install sqlite-vec")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
 def load_vec(conn: Connection) -> None:
     """Load sqlite-vec into ``conn``, enabling extension loading only meanwhile."""
-    import sqlite_vec  # type: ignore[import-untyped]
-
     try:
         conn.enable_load_extension(True)
         try:
-            sqlite_vec.load(conn)
+            conn.load_extension(vec_path())
         finally:
             conn.enable_load_extension(False)
+    except ExtensionLoadError:
+        raise
     except Exception as exc:  # the binding's OperationalError or AttributeError
         raise ExtensionLoadError(
             f"could not load sqlite-vec ({exc}); reinstall it with `pip install "
             "--force-reinstall sqlite-vec` or set KBSTORE_SQLITE_BINDING=sqlean"
         ) from exc
-
-
-def vec_path() -> str:
-    """The sqlite-vec loadable file, for `.load` in the sqlite3 shell."""
-    import sqlite_vec  # type: ignore[import-untyped]
-
-    return str(sqlite_vec.loadable_path())
 
 
 def _ensure_private_file(path: Path) -> None:

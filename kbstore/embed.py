@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import KBStoreError
+
+if TYPE_CHECKING:  # numpy is imported lazily: searching needs no numpy at all
+    import numpy as np
 
 
 @runtime_checkable
@@ -43,6 +44,8 @@ def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim == 1:
         vectors = vectors[None, :]
@@ -85,6 +88,8 @@ class FakeEmbedder:
         return word
 
     def _one(self, text: str) -> np.ndarray:
+        import numpy as np
+
         vec = np.zeros(self.dim, dtype=np.float32)
         for word in _WORD.findall(text.lower()):
             digest = hashlib.blake2b(self._stem(word).encode(), digest_size=8).digest()
@@ -95,6 +100,8 @@ class FakeEmbedder:
         return vec
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         self.calls += len(texts)
         return normalize(np.stack([self._one(t) for t in texts])) if texts else np.zeros(
             (0, self.dim), np.float32)

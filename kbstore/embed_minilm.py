@@ -13,11 +13,12 @@ import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .embed import normalize
+
+if TYPE_CHECKING:
+    import numpy as np
 from .errors import EmbedderUnavailableError
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
@@ -81,6 +82,8 @@ class MiniLMEmbedder:
             self._tokenizer = tokenizer
 
     def _encode(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -93,6 +96,8 @@ class MiniLMEmbedder:
         return normalize(pooled)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         self._load()
         self.calls += len(texts)
         if not texts:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .embed import normalize
 from .errors import EmbedderUnavailableError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL = "nomic-embed-text-v1.5"
 GGUF = "nomic-embed-text-v1.5.f16.gguf"
@@ -53,6 +54,8 @@ class NomicEmbedder:
         return {"model_path": model_dir, "allow_download": False}
 
     def _embed(self, texts: Sequence[str], task_type: str) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         try:

@@ -7,14 +7,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from array import array
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import EmptyQueryError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Words as unicode61 sees them: letters and digits; '_' and punctuation split.
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
@@ -115,12 +117,24 @@ def build_params(query: str, query_vector: np.ndarray | None, *, topic: str | No
         fts_query=fts_expression(terms, settings["drop_stopwords"]),
         title_query=title_expression(terms),
         tag_terms=json.dumps(tag_candidates(query, terms)),
-        qvec=None if query_vector is None else np.asarray(query_vector, np.float32).tobytes(),
+        qvec=None if query_vector is None else vector_blob(query_vector),
         topic=topic,
         now=now or dt.datetime.now(dt.timezone.utc).isoformat(),
         limit=limit,
     )
     return params
+
+
+def vector_blob(vector: Any) -> bytes:
+    """float32 bytes for sqlite-vec from bytes, a list of floats or a numpy
+    array (numpy is not imported unless the caller already uses it)."""
+    if isinstance(vector, (bytes, bytearray, memoryview)):
+        return bytes(vector)
+    if isinstance(vector, (list, tuple)):
+        return array("f", vector).tobytes()
+    import numpy as np
+
+    return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 @dataclass

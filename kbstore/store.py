@@ -8,9 +8,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import db as _db
 from . import schema
@@ -25,6 +23,9 @@ from .embed import (
 from .errors import EmbedderMismatchError, InvalidDocumentError, KBStoreError
 from .ingest import Document, Skipped, make_document, parse_file, scan_workspace
 from .search import Hit, build_params, explain_row, make_snippet, query_terms, search_sql
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger("kbstore")
 SLOTS = schema.VECTOR_SLOTS
@@ -262,7 +263,7 @@ class KnowledgeStore:
     # -- searching ---------------------------------------------------------
 
     def search(self, query: str, *, topic: str | None = None, limit: int = 10,
-               explain: bool = False, query_vector: np.ndarray | None = None,
+               explain: bool = False, query_vector: np.ndarray | bytes | list[float] | None = None,
                now: str | None = None, **settings: Any) -> list[Hit]:
         """Hybrid search; see kbstore/sql/search.sql for the ranking.
 
@@ -274,7 +275,7 @@ class KnowledgeStore:
         params = build_params(query, query_vector, topic=topic, limit=limit, now=now,
                               **settings)
         if params["qvec"] is None:  # no vector side: an empty KNN
-            params["qvec"] = np.zeros(self.embedder.dim, np.float32).tobytes()
+            params["qvec"] = bytes(4 * self.embedder.dim)  # float32 zeros
             params["vec_k_doc"] = params["vec_k_hype"] = 0
         # One read snapshot for the ranking and the snippets' bodies: with a
         # writer committing in between, a hit's title and snippet could

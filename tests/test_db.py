@@ -85,12 +85,7 @@ def test_unknown_binding_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_failing_extension_load_is_wrapped(monkeypatch: pytest.MonkeyPatch,
                                            tmp_path: Path) -> None:
-    import sqlite_vec
-
-    def broken(conn) -> None:
-        raise RuntimeError("no such file vec0.so")
-
-    monkeypatch.setattr(sqlite_vec, "load", broken)
+    monkeypatch.setattr(kbdb, "vec_path", lambda: str(tmp_path / "missing" / "vec0"))
     with pytest.raises(ExtensionLoadError, match="could not load sqlite-vec"):
         kbdb.connect(tmp_path / "z.sqlite")
 
