@@ -539,7 +539,9 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         plain = {m: evaluate(col.qrels, r) for m, r in PlainReference(col).methods().items()}
         for m, sc in plain.items():
             print(f"  plain script {m:35s} nDCG@10 {sc['ndcg@10']:.3f}", flush=True)
-        recall = {str(k): vector_recall(col, {"vec_k_doc": k}) for k in (400, 4096)}
+        # auto = what search(limit=10) uses (max(64, 4 x limit)); 400 = auto at limit 100
+        recall = {str(k or "auto (64 at limit 10)"): vector_recall(col, {"vec_k_doc": k})
+                  for k in (None, 400, 4096)}
         print(f"  vector recall@10 vs exact: {recall}", flush=True)
         results["datasets"][name] = {
             "documents": len(col.corpus), "queries": len(col.queries),
@@ -548,102 +550,13 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         col.store.close()
     args.results_dir.mkdir(parents=True, exist_ok=True)
     (args.results_dir / "quality.json").write_text(json.dumps(results, indent=1))
+    from benchmarks.quality_report import plot, write_markdown
+
     write_markdown(results, args.results_dir / "quality.md")
     plot(results, args.results_dir / "quality.png")
     print(f"wrote {args.results_dir}/quality.{{json,md,png}}")
     return 0
 
-
-
-# -- reporting ---------------------------------------------------------------
-
-NOTES = ""  # findings, filled in from the measured numbers (see results/quality.md)
-
-
-def _fmt(settings: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "(shipped DEFAULTS)"
-
-
-def write_markdown(results: dict[str, Any], path: Path) -> None:
-    tuned = results["tuned_on"]
-    lines = [
-        "# Retrieval quality (benchmarks/quality.py)", "",
-        f"Run {results['started']} at commit {results['commit']}; embedder "
-        f"{results['embedder']}; HyPE off (no LLM); every "
-        f"kbstore row is `KnowledgeStore.search(query, limit={results['depth']}, **settings)`, "
-        "i.e. the one SQL statement in kbstore/sql/search.sql. Metrics: pytrec_eval "
-        "(nDCG@10 = ndcg_cut_10, R@100 = recall_100, MRR@10 = recip_rank on the top 10). "
-        f"Fusion settings were chosen on **{tuned}** only and confirmed on the others; "
-        f"{tuned} rows of tuned methods are in-sample (optimistic).", "",
-    ]
-    for name, data in results["datasets"].items():
-        guide, target = results["guide"].get(name, {}), results["targets"].get(name)
-        lines += [f"## {name} ({data['documents']:,} docs, {data['queries']} judged queries)", "",
-                  "| method (kbstore path) | nDCG@10 | R@100 | MRR@10 | settings |",
-                  "|---|---|---|---|---|"]
-        for m, sc in data["methods"].items():
-            lines.append(f"| {m} | {sc['ndcg@10']:.3f} | {sc['recall@100']:.3f} | "
-                         f"{sc['mrr@10']:.3f} | {_fmt(sc['settings'])} |")
-        lines += ["", "| plain script (same run, Python) | nDCG@10 | R@100 | MRR@10 "
-                  "| GUIDE nDCG@10 |",
-                  "|---|---|---|---|---|"]
-        for m, sc in data["plain_script"].items():
-            g = guide.get(m)
-            lines.append(f"| {m} | {sc['ndcg@10']:.3f} | {sc['recall@100']:.3f} | "
-                         f"{sc['mrr@10']:.3f} | {'' if g is None else f'{g:.3f}'} |")
-        anchors = results["anchors"].get(name, {})
-        if anchors:
-            lines += ["", "Published anchors (nDCG@10): " + ", ".join(
-                f"{k} {v:.3f}" for k, v in anchors.items())]
-        rec = data["vector_recall@10_vs_exact"]
-        lines += ["", "Vector retriever recall@10 against exact numpy cosine over the same "
-                  "vectors: " + ", ".join(f"vec_k_doc={k}: {v:.4f}" for k, v in rec.items()),
-                  "", f"Target for the selectable fusion: nDCG@10 >= {target}", ""]
-    lines += ["## Chosen settings", "",
-              f"- proposed default (best RRF keeping the frontmatter retriever): "
-              f"`{_fmt(results['chosen']['default'])}`",
-              f"- best convex: `{_fmt(results['chosen']['convex'])}`",
-              "- rule: best nDCG@10 on the tuning collection; rows within 0.002 of the best "
-              "count as a tie, won by the fewest changed DEFAULTS", "",
-              f"## Tuning on {tuned} (top 15 of the grid; fused in Python from the "
-              "statement's explain output, then re-run through SQL above)", "",
-              "| nDCG@10 | R@100 | retrievers | settings |", "|---|---|---|---|"]
-    for r in results["tuning_top"]:
-        lines.append(f"| {r['ndcg@10']:.4f} | {r['recall@100']:.3f} | {r['retrievers']} | "
-                     f"{_fmt(r['settings'])} |")
-    if NOTES:
-        lines += ["", NOTES.strip()]
-    path.write_text("\n".join(lines) + "\n")
-
-
-def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(results["datasets"])
-    methods = list(results["datasets"][names[0]]["methods"])
-    fig, ax = plt.subplots(figsize=(12, 7))
-    width = 0.8 / len(methods)
-    for i, m in enumerate(methods):
-        vals = [results["datasets"][n]["methods"][m]["ndcg@10"] for n in names]
-        xs = [j + (i - len(methods) / 2 + 0.5) * width for j in range(len(names))]
-        ax.bar(xs, vals, width, label=m)
-    for j, n in enumerate(names):
-        for label, val, style in (("GUIDE RRF 1:1", results["guide"].get(n, {}).get("RRF 1:1"),
-                                   "--"), ("target", results["targets"].get(n), ":")):
-            if val:
-                ax.hlines(val, j - 0.42, j + 0.42, colors="k", linestyles=style,
-                          label=label if j == 0 else None)
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("nDCG@10")
-    ax.set_title(f"kbstore retrieval quality (MiniLM int8, fusion tuned on {results['tuned_on']})")
-    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.08))
-    ax.set_ylim(0, max(0.85, ax.get_ylim()[1]))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 # -- command line ------------------------------------------------------------
