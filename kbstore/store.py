@@ -87,10 +87,16 @@ class KnowledgeStore:
     """
 
     def __init__(self, conn: Any, path: Path, embedder: Embedder, hype: Any) -> None:
+        from .search import DEFAULTS
+
         self.conn = conn
         self.path = path
         self.embedder = embedder
         self.hype = hype  # kbstore.hype.HypeConfig
+        # This database's fusion defaults (meta 'fusion', written at init);
+        # keys the code no longer knows are ignored.
+        stored = schema.get_meta(conn, "fusion") or {}
+        self.search_defaults = {k: v for k, v in stored.items() if k in DEFAULTS}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -273,7 +279,7 @@ class KnowledgeStore:
         if query_vector is None and isinstance(query, str) and query.strip():
             query_vector = self.embedder.embed_queries([query])[0]
         params = build_params(query, query_vector, topic=topic, limit=limit, now=now,
-                              **settings)
+                              **{**self.search_defaults, **settings})
         if params["qvec"] is None:  # no vector side: an empty KNN
             params["qvec"] = bytes(4 * self.embedder.dim)  # float32 zeros
             params["vec_k_doc"] = params["vec_k_hype"] = 0

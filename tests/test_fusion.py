@@ -82,7 +82,7 @@ def fusion_sql() -> str:
                 f"json_extract(value, '$[1]') AS score, json_extract(value, '$[2]') AS rank"
                 f"{extra} FROM json_each(:{name}_json))")
 
-    return ("WITH " + ranked("fm") + ",\n" + ranked("fts") + ",\n"
+    return ("WITH " + ranked("fm", ", 1.0 AS weight") + ",\n" + ranked("fts") + ",\n"
             + ranked("vec", ", json_extract(value, '$[0]') * 32 AS vector_id") + "," + tail)
 
 
@@ -208,8 +208,12 @@ def test_search_scores_equal_reference_from_explained_ranks(docs, query, topic, 
             assert hit.topic == topic
         ranks = hit.explain["ranks"]
         assert any(r is not None for r in ranks.values())
+        # a frontmatter hit weighs w_fm for a tag match, w_fm * w_fm_title for a title match
+        fm_factor = hit.explain["frontmatter_weight"] or 1.0
+        assert fm_factor in (1.0, params["w_fm_title"])
+        hit_weights = {**weights, "fm": weights["fm"] * fm_factor}
         base = rrf_reference({n: ({0: ranks[EXPLAIN_NAMES[n]]} if ranks[EXPLAIN_NAMES[n]]
-                                  else {}) for n in RETRIEVERS}, weights, k).get(0, 0.0)
+                                  else {}) for n in RETRIEVERS}, hit_weights, k).get(0, 0.0)
         boost = boost_for(hit.doc_type, params)
         decay = decay_for(hit.doc_type, hit.updated, NOW, params["half_life_days"])
         assert hit.explain["boost"] == pytest.approx(boost)

@@ -63,18 +63,17 @@ def test_vector_retriever_finds_paraphrase_first(minilm_store: KnowledgeStore,
     assert by_vector[1] == expected
 
 
-# Known gap (reported): the vector retriever puts every expected document at
-# rank 1 (test above), but RRF gives an accidental single-keyword BM25 match
-# (e.g. 'culture', 'live') the same rank credit, so for two of the three
-# queries documents found by a stray word in FTS (+ a weak vector rank, or a
-# skill boost) outrank the true answer. Fixing it is a ranking decision for
-# search.sql (e.g. a BM25 floor / weighting the FTS side by its raw score).
+# RRF gives a document found by one stray query word in FTS the same rank
+# credit as a real match. With the tuned defaults (k=20, title-only overlap
+# at 0.25) the bread query ranks its target in the top 3; the "boss" query
+# still loses to documents matching 'live'/'city' in FTS plus a weak vector
+# rank. Kept visible as a known limit of rank fusion (see quality.md).
 RRF_GAP = pytest.mark.xfail(reason="fused RRF ranking: stray FTS keyword matches outrank a "
                                    "vector-only rank-1 paraphrase hit", strict=False)
 
 
 @pytest.mark.parametrize("query", [
-    pytest.param(q, marks=RRF_GAP) if "coroutine" not in q else q for q in PARAPHRASES])
+    pytest.param(q, marks=RRF_GAP) if "boss" in q else q for q in PARAPHRASES])
 def test_hybrid_search_finds_paraphrase(minilm_store: KnowledgeStore, query: str) -> None:
     expected, top_n = PARAPHRASES[query]
     hits = minilm_store.search(query, limit=10, explain=True)

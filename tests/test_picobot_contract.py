@@ -19,8 +19,9 @@ import pytest
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore import picobot as picobot_module
 from kbstore.picobot import KnowledgeBase
+from kbstore.search import DEFAULTS
 
-K_RRF = 60.0
+K_RRF = DEFAULTS["k_rrf"]
 _RESULT = re.compile(r"^\d+\. .*\(([^()]+)\)$")
 _SCORE = re.compile(r"score: ([0-9.]+)$")
 
@@ -37,8 +38,13 @@ def explained(kb: KnowledgeBase, query: str, **kw):
     return {h.path: h for h in kb.knowledge_store.search(query, explain=True, **kw)}
 
 
+WEIGHTS = {"frontmatter": DEFAULTS["w_fm"], "fts": DEFAULTS["w_fts"], "vector": DEFAULTS["w_vec"]}
+
+
 def rrf(hit) -> float:
-    return sum(1.0 / (K_RRF + r) for r in hit.explain["ranks"].values() if r is not None)
+    fm_factor = hit.explain["frontmatter_weight"] or 1.0  # w_fm_title for title-only matches
+    return sum(WEIGHTS[name] * (fm_factor if name == "frontmatter" else 1.0) / (K_RRF + r)
+               for name, r in hit.explain["ranks"].items() if r is not None)
 
 
 @pytest.fixture

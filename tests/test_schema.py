@@ -43,7 +43,8 @@ def _columns(conn, table: str) -> list[str]:
 def _user_tables(conn) -> set[str]:
     """Tables minus SQLite's and the virtual tables' own shadow tables."""
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    shadow = {n for n in names for v in ("documents_fts_", "titles_fts_", "vectors_") if n.startswith(v)}
+    shadow = {n for n in names for v in ("documents_fts_", "titles_fts_", "vectors_")
+              if n.startswith(v)}
     return names - shadow - {"sqlite_sequence"}
 
 
@@ -69,7 +70,9 @@ def test_fresh_schema_is_exact(store: KnowledgeStore) -> None:
     assert "kind TEXT PARTITION KEY" in vec_sql
     assert conn.execute("PRAGMA user_version").fetchone()[0] == kbmigrations.SCHEMA_VERSION == 1
     assert schema.get_meta(conn, "embedder") == FakeEmbedder(64).fingerprint()
-    assert schema.get_meta(conn, "fusion")["k_rrf"] == 60.0
+    from kbstore.search import DEFAULTS
+
+    assert schema.get_meta(conn, "fusion") == DEFAULTS
 
 
 def test_cli_init_makes_the_same_schema(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@
 --        kind (so one document's many HyPE vectors cannot crowd out others),
 --        exact cosine rescoring, best vector per document
 -- Fusion (:fusion):
---   'rrf'    sum of :w_x / (:k_rrf + rank_x)                  (default, k = 60)
+--   'rrf'    sum of :w_x / (:k_rrf + rank_x)            (default; k, weights: search.py)
 --   'convex' sum of :w_x * min-max-normalised score_x
 -- then x document-type boost (:boost_skill / :boost_journal / :boost_entry)
 -- and x journal recency decay exp(-ln 2 * age_days / :half_life_days) from
@@ -36,8 +36,11 @@ fm_title AS (
     LIMIT :fm_limit
 ),
 fm_ranked AS (
+    -- weight: an exact tag match is curated metadata (1.0); a title-only
+    -- overlap is a weak signal (:w_fm_title, see search.py DEFAULTS).
     SELECT doc_id, score,
-           row_number() OVER (ORDER BY tag_hits DESC, title_score DESC, doc_id) AS rank
+           row_number() OVER (ORDER BY tag_hits DESC, title_score DESC, doc_id) AS rank,
+           CASE WHEN tag_hits > 0 THEN 1.0 ELSE :w_fm_title END AS weight
     FROM (
         SELECT doc_id, max(tag_hits) AS tag_hits, max(title_score) AS title_score,
                max(tag_hits) + max(title_score) AS score
@@ -100,23 +103,24 @@ vec_ranked AS (
 ),
 fused AS (
     SELECT doc_id,
-           max(fm_rank) AS fm_rank, max(fm_norm) AS fm_norm,
+           max(fm_rank) AS fm_rank, max(fm_norm) AS fm_norm, max(fm_weight) AS fm_weight,
            max(fts_rank) AS fts_rank, max(fts_score) AS fts_score, max(fts_norm) AS fts_norm,
            max(vec_rank) AS vec_rank, max(vec_score) AS vec_score, max(vec_norm) AS vec_norm,
            max(vector_id) AS vector_id
     FROM (
         SELECT doc_id, rank AS fm_rank,
                coalesce((score - min(score) OVER ()) / nullif(max(score) OVER () - min(score) OVER (), 0), 1.0) AS fm_norm,
+               weight AS fm_weight,
                NULL AS fts_rank, NULL AS fts_score, NULL AS fts_norm,
                NULL AS vec_rank, NULL AS vec_score, NULL AS vec_norm, NULL AS vector_id
         FROM fm_ranked
         UNION ALL
-        SELECT doc_id, NULL, NULL, rank, score,
+        SELECT doc_id, NULL, NULL, NULL, rank, score,
                coalesce((score - min(score) OVER ()) / nullif(max(score) OVER () - min(score) OVER (), 0), 1.0),
                NULL, NULL, NULL, NULL
         FROM fts_ranked
         UNION ALL
-        SELECT doc_id, NULL, NULL, NULL, NULL, NULL, rank, score,
+        SELECT doc_id, NULL, NULL, NULL, NULL, NULL, NULL, rank, score,
                coalesce((score - min(score) OVER ()) / nullif(max(score) OVER () - min(score) OVER (), 0), 1.0),
                vector_id
         FROM vec_ranked
@@ -125,10 +129,10 @@ fused AS (
 ),
 scored AS (
     SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated,
-           coalesce(:w_fm / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
+           coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
            coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
            coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
-           coalesce(:w_fm * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
+           coalesce(:w_fm * f.fm_weight * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
                + coalesce(:w_vec * f.vec_norm, 0.0) AS convex,
            CASE d.doc_type WHEN 'skill' THEN :boost_skill
                            WHEN 'journal' THEN :boost_journal
@@ -142,7 +146,7 @@ scored AS (
 SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated,
        (CASE :fusion WHEN 'convex' THEN s.convex ELSE s.rrf_fm + s.rrf_fts + s.rrf_vec END)
            * s.boost * s.decay AS score,
-       s.fm_rank, s.fts_rank, s.vec_rank, s.fts_score, s.vec_score,
+       s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.fts_score, s.vec_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.convex, s.boost, s.decay,
        CASE WHEN s.vector_id % 32 = 0 THEN 'doc' ELSE 'hype' END AS matched_kind,
        q.question AS matched_question
