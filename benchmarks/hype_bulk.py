@@ -140,6 +140,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
+    import kbstore.hype  # noqa: F401  (litellm: bundled cost map, no network at import)
     import litellm
 
     docs = make_docs(args.docs)

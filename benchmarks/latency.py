@@ -218,6 +218,7 @@ def measure_resync(n: int, dim: int, cache: Path, runs: int) -> dict[str, Any]:
     import pstats
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+    import kbstore.hype  # noqa: F401  (litellm: bundled cost map, no network at import)
     import litellm
 
     from kbstore import KnowledgeStore

@@ -6,6 +6,7 @@ FakeEmbedder and HyPE calls go to a monkeypatched ``litellm.completion``.
 
 from __future__ import annotations
 
+import os
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -14,6 +15,10 @@ from types import SimpleNamespace
 import pytest
 
 from kbstore import FakeEmbedder, KnowledgeStore
+
+# litellm fetches a model price list over the network at import time unless
+# told to use its bundled copy: unit tests never touch the network.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 
 @pytest.fixture(autouse=True)
