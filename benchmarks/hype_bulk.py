@@ -140,8 +140,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
-    import kbstore.hype  # noqa: F401  (litellm: bundled cost map, no network at import)
     import litellm
+
+    import kbstore.hype  # noqa: F401  (litellm: bundled cost map, no network at import)
 
     docs = make_docs(args.docs)
     rows = []
