@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import threading
 import time
@@ -140,9 +141,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
     import litellm
-
-    import kbstore.hype  # noqa: F401  (litellm: bundled cost map, no network at import)
 
     docs = make_docs(args.docs)
     rows = []

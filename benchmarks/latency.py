@@ -220,7 +220,6 @@ def measure_resync(n: int, dim: int, cache: Path, runs: int) -> dict[str, Any]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
     import litellm
 
-    import kbstore.hype  # noqa: F401  (litellm: bundled cost map, no network at import)
     from kbstore import KnowledgeStore
     from kbstore.ingest import Document
 

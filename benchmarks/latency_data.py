@@ -141,7 +141,6 @@ def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
     import litellm  # imported before timing: a one-time cost, not per-document work
 
-    import kbstore.hype  # noqa: F401  (litellm: bundled cost map, no network at import)
     from kbstore import KnowledgeStore
     from kbstore.embed import embedding_text
     from kbstore.ingest import make_document
