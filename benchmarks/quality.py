@@ -349,13 +349,14 @@ VEC_ONLY = {"w_fm": 0, "w_fts": 0}
 PLAIN_BM25 = {"drop_stopwords": False, "w_title": 1.0, "w_tags": 1.0, "w_body": 1.0}
 
 # name -> settings passed to KnowledgeStore.search (DEFAULTS for the rest)
+SEED_RRF = {"k_rrf": 60}  # the GUIDE's plain script and the seed fuse with k=60
 BASE_METHODS: dict[str, dict[str, Any]] = {
     "FTS5 alone": FTS_ONLY,
     "vectors alone": VEC_ONLY,
     "hybrid default (shipped DEFAULTS)": {},
-    "seed RRF k=60, fm+fts+vec equal weights": {"k_rrf": 60, "w_fm": 1.0, "w_fm_title": 1.0},
-    "RRF fts+vec 1:1": {"w_fm": 0},
-    "weighted RRF (dense 1.5)": {"w_fm": 0, "w_vec": 1.5},
+    "seed RRF k=60, fm+fts+vec equal weights": {**SEED_RRF, "w_fm": 1.0, "w_fm_title": 1.0},
+    "RRF k=60 fts+vec 1:1": {**SEED_RRF, "w_fm": 0},
+    "weighted RRF k=60 (dense 1.5)": {**SEED_RRF, "w_fm": 0, "w_vec": 1.5},
     "convex 0.5": {"fusion": "convex", "w_fm": 0, "w_fts": 0.5, "w_vec": 0.5},
 }
 
@@ -530,7 +531,8 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
     methods = {
         **BASE_METHODS,
         "FTS5 alone, plain bm25 (GUIDE settings)": {**FTS_ONLY, **PLAIN_BM25},
-        "RRF fts+vec 1:1, plain bm25 (GUIDE settings)": {"w_fm": 0, **PLAIN_BM25},
+        "RRF k=60 fts+vec 1:1, plain bm25 (GUIDE settings)": {**SEED_RRF, "w_fm": 0,
+                                                              **PLAIN_BM25},
         # These collections have no tags: every frontmatter hit is a title-only
         # match, so the tuned frontmatter weight is search.sql's w_fm_title.
         f"proposed default RRF (tuned on {args.tune_on})": title_weight(chosen["default"]),

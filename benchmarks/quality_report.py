@@ -11,52 +11,46 @@ from typing import Any
 NOTES = """
 ## Findings
 
-**Reproduction of the GUIDE's plain script: done, no defect in FTS or vectors.** Through
-kbstore's real path, FTS5 alone / vectors alone / RRF fts+vec 1:1 give SciFact 0.689 / 0.648 /
-0.714 (GUIDE 0.686 / 0.649 / 0.715), Cranfield 0.376 / 0.385 / 0.421 (0.354 / 0.384 / 0.415),
-CISI 0.386 / 0.423 / 0.432 (0.367 / 0.425 / 0.441). With the GUIDE's BM25 settings
-(`drop_stopwords=False, w_title=w_tags=w_body=1`) kbstore's RRF is 0.713 / 0.418 / 0.441, i.e. the
-GUIDE's column exactly; the CISI 0.432 vs 0.441 gap is the shipped BM25 settings (title x2,
-stopwords dropped), which make BM25 alone better (0.386 vs 0.362) but its fusion 0.009 worse on
-76 queries (noise level). Things checked and ruled out: query tokenisation (same terms as the
-plain script); MAX_QUERY_TERMS=64 (28 of 76 CISI queries are longer; lifting the cap moved CISI
-FTS 0.386 -> 0.387, RRF 0.432 -> 0.434); depth 100 (same as the GUIDE); MiniLM's 256-token
-truncation (the GUIDE used the same model, same truncation); the embedded text
-"title. Tags: . body" vs the GUIDE's "title. text" (dense 0.648 / 0.385 / 0.423 vs 0.649 / 0.384 /
-0.425); the sign-bit prefilter at limit 100 (auto k = 400: recall@10 vs exact numpy 0.998 SciFact,
-1.000 Cranfield, 1.000 CISI).
+**Reproduction of the GUIDE's plain script: done, no defect in FTS, vectors or the fusion SQL.**
+Through kbstore's real path, FTS5 alone / vectors alone / RRF k=60 fts+vec 1:1 give SciFact
+0.689 / 0.648 / 0.714 (GUIDE 0.686 / 0.649 / 0.715), Cranfield 0.376 / 0.385 / 0.421 (0.354 /
+0.384 / 0.415), CISI 0.386 / 0.423 / 0.432 (0.367 / 0.425 / 0.441). With the GUIDE's BM25
+settings (`drop_stopwords=False, w_title=w_tags=w_body=1`) kbstore's RRF is 0.713 / 0.418 / 0.441,
+the GUIDE's column; the CISI 0.432 vs 0.441 gap is the shipped BM25 settings (title x2, common
+words dropped), which make BM25 alone better (0.386 vs 0.362) but its fusion 0.009 worse on 76
+queries. Checked and ruled out: query tokenisation; the 64-term query cap (lifting it moved CISI
+RRF 0.432 -> 0.434); depth 100; MiniLM's 256-token truncation (the GUIDE used the same model);
+the embedded text "title. Tags: . body" vs "title. text" (dense within 0.002); the sign-bit
+prefilter at limit 100 (400 candidates: recall@10 vs exact 0.998 / 1.000 / 1.000).
 
-**The defect is the shipped default's frontmatter retriever weight.** On collections without
-tags, the frontmatter list is "titles sharing >= 2 query words", and at w_fm = 1 it gets the same
-RRF vote as BM25 and vectors: the shipped hybrid scores SciFact 0.642, Cranfield 0.381, CISI 0.346,
-*below* the best single retriever on all three (0.689 / 0.385 / 0.423). Dropping it (w_fm=0)
-restores 0.714 / 0.421 / 0.432.
+**The seed's defaults were the defect.** On collections without tags the frontmatter list is
+"titles sharing >= 2 query words", and at weight 1 with k=60 it gets the same RRF vote as BM25 and
+vectors: the seed's RRF scores SciFact 0.642, Cranfield 0.381, CISI 0.346, *below* the best
+single retriever on all three (0.689 / 0.385 / 0.423).
 
-**Proposed DEFAULTS change (tuned on Cranfield only): `k_rrf=20, w_fm=0.25`** (w_fts = w_vec = 1,
-everything else as shipped). Confirmed: SciFact 0.723 (best single 0.689, +0.034), CISI 0.442 (best
-single 0.423, +0.019: misses the +0.02 bar by 0.001); Cranfield 0.426 (+0.041, in-sample). The
-Cranfield grid is flat (k 10-40, w_vec 1-1.25, w_fm 0-0.25 all within 0.003), so only "w_fm well
-below 1, k below 60" is a robust conclusion; w_fm = 0.25 keeps tag/title matches as a tie-breaker
-for picobot's own small knowledge bases.
+**Shipped defaults, chosen on Cranfield only:** `k_rrf=20`, title-only frontmatter matches at
+weight 0.25 (`w_fm_title`; exact tag matches keep `w_fm=1`, and these collections have none).
+Confirmed: SciFact 0.723 (best single 0.689: +0.034, target met), CISI 0.442 (best single 0.423:
++0.019, misses the +0.02 bar by 0.001 on 76 queries); Cranfield 0.426 (+0.041, in-sample). The
+Cranfield grid is flat (k 10-40, w_vec 1-1.25, frontmatter 0-0.25 all within 0.003), so the
+robust conclusion is only "frontmatter title overlap well below 1, k below 60".
 
 **Selectable fusion targets (>= 0.73 / 0.43 / 0.46):** convex 0.5 (`fusion='convex', w_fm=0,
 w_fts=0.5, w_vec=0.5`, the GUIDE's a-priori setting, not tuned here) reaches SciFact 0.734 (met),
-Cranfield 0.419 and CISI 0.451 (not met). The convex tuned on Cranfield (depth 200, w_vec 0.55)
-gives 0.727 / 0.423 / 0.450; the RRF tuned on Cranfield 0.723 / 0.426 / 0.442. So: SciFact target
-met by convex 0.5; Cranfield (best 0.426, in-sample) and CISI (best 0.451) targets are NOT met by
-any fusion of these two retrievers with these settings. RRF loses to convex on SciFact (0.714 vs
-0.734) and CISI (0.432 vs 0.451) and ties on Cranfield (0.421 vs 0.419); convex is already
-selectable in the same SQL statement (`fusion='convex'`). The remaining gap needs a better
-retriever (HyPE questions with an LLM, a stronger embedder), not fusion weights.
+Cranfield 0.419 and CISI 0.451 (not met). Convex tuned on Cranfield (depth 200, w_vec 0.55):
+0.727 / 0.423 / 0.450. RRF loses to convex on SciFact (0.723 vs 0.734) and CISI (0.442 vs 0.451)
+and wins on Cranfield (0.426 vs 0.419), where the choice was made, so RRF stays the default and
+convex is selectable in the same statement. The Cranfield and CISI targets are not met by any
+fusion of these two retrievers: the gap needs a better retriever (HyPE questions from an LLM, a
+stronger embedder), not fusion weights.
 
-**Vector KNN depth at small limits (side measurement, same functions, SciFact):** at
-`search(limit=10)` the auto depth is max(64, 4 x limit) = 64 sign-bit candidates; recall@10 vs
-exact is then 0.920 SciFact, 0.968 Cranfield, 0.963 CISI (misses "within 0.02 of exact").
-vec_k_doc = 128 / 256 give 0.969 / 0.990 on SciFact, and the proposed default at limit 10 goes
-from nDCG@10 0.713 (k = 64) to 0.720 (k = 256). Suggest auto depth max(256, 4 x limit).
+**Vector KNN depth.** Sign bits of real MiniLM vectors need depth: recall@10 of the vector
+retriever against exact numpy search at `search(limit=10)` is 0.920 / 0.968 / 0.963 (SciFact /
+Cranfield / CISI) with 64 sign-bit candidates, 0.969 / 0.993 / 0.989 with 128, and 0.990 / 0.999 /
+1.000 with the shipped automatic depth max(256, 4 x limit) (within 0.02 of exact: met).
 
 HyPE: with an LLM configured, `python -m benchmarks.quality --hype` opens the stores with
-`hype=True` (separate .sqlite files; vectors of documents stay cached) so question vectors join
+`hype=True` (separate .sqlite files; document vectors stay cached) so question vectors join
 the vector retriever.
 """
 
