@@ -154,7 +154,9 @@ def measure_recall(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
                 hyb_t.append(timed(lambda p=params: store.conn.execute(search_sql(), p)
                                    .fetchall())[0])
         out["auto" if k is None else str(k)] = {
-            "k_per_partition": params["vec_k_doc"], "recall_at_10": float(np.mean(recalls)),
+            "k_per_partition": (params["vec_k_doc"] if params["vec_k_doc"] == params["vec_k_hype"]
+                                else f"{params['vec_k_doc']} doc / {params['vec_k_hype']} hype"),
+            "recall_at_10": float(np.mean(recalls)),
             "vector_sql_ms": ms(vec_t), "hybrid_sql_ms": ms(hyb_t)}
     return out
 

@@ -48,16 +48,21 @@ DEFAULTS: dict[str, Any] = {
     "w_title": 2.0, "w_tags": 1.5, "w_body": 1.0,
     "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0, "half_life_days": 30.0,
     "fm_limit": 100, "fts_limit": 100, "vec_limit": 100,
-    # KNN candidates per vec0 partition before exact rescoring; None = auto:
-    # max(256, 4 x limit). Sign bits of real MiniLM vectors need that depth:
-    # recall@10 against exact search on SciFact is 0.92 at 64 candidates,
-    # 0.97 at 128, 0.99 at 256. vec0's KNN cost grows with k x rows.
+    # KNN candidates per vec0 partition before exact rescoring; None = auto,
+    # max(VEC_K_AUTO[kind], 4 x limit). vec0's KNN cost grows with k x rows.
+    # Documents: sign bits of real MiniLM vectors need 256 (recall@10 against
+    # exact search on SciFact: 0.92 at 64, 0.97 at 128, 0.99 at 256).
+    # Questions: 128. There are ~6 per document, so the HyPE partition is 6x
+    # larger (221 of 326 ms per query at 100k docs with 256) while a document
+    # needs only one of its questions among the candidates; recall@10 at 128
+    # is 1.000 on the latency benchmark's clustered vectors (real questions
+    # need an LLM: not measured here).
     "vec_k_doc": None, "vec_k_hype": None,
     "min_similarity": None, "drop_stopwords": True,
 }
 FUSIONS = ("rrf", "convex")
 VEC_K_MAX = 4096  # sqlite-vec's cap on k
-VEC_K_AUTO = 256
+VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128}
 
 
 @lru_cache(maxsize=1)
@@ -123,7 +128,7 @@ def build_params(query: str, query_vector: np.ndarray | None, *, topic: str | No
     terms = query_terms(query)
     params = {k: v for k, v in settings.items() if k != "drop_stopwords"}
     for key in ("vec_k_doc", "vec_k_hype"):
-        wanted = params[key] if params[key] is not None else max(VEC_K_AUTO, 4 * limit)
+        wanted = params[key] if params[key] is not None else max(VEC_K_AUTO[key], 4 * limit)
         params[key] = max(1, min(int(wanted), VEC_K_MAX))
     params.update(
         fts_query=fts_expression(terms, settings["drop_stopwords"]),
