@@ -320,32 +320,35 @@ def query_embedding_ms(queries: list[str]) -> dict[str, Any]:
 # Method notes and analysis printed under the tables (figures from the
 # committed run; see the tables for every number).
 NOTES = (
-    "The VM was shared with other engineers' jobs during the run (load average 7-12 on 2 "
-    "cores), so absolute times are inflated and noisy; kbstore and the baseline were "
-    "interleaved query by query, so the ratios are the meaningful figures.",
-    "Ingest figures come from each size's first build (the cache is reused afterwards); the "
-    "100k build ran under the heaviest load. The fake LLM's thread pool and question parsing "
-    "are included (the real HyPE path minus the network).",
-    "Re-sync = a second upsert_many of the same Document objects (no file scanning/parsing), "
-    "the LLM and the embedder replaced by functions that fail if called.",
-    "Peak RSS is measured with GNU time (%M) around each cold-start process.",
-    "vec0's KNN cost grows linearly with k (see the recall table's vector SQL column), which "
-    "is why the auto depth stays at max(64, 4 x limit): on these clustered vectors k=64 per "
-    "partition already gives recall@10 0.999 against exact search.",
-    "Where the 100k time goes: the sign-bit KNN over the 600k HyPE vectors (~150 ms) and the "
-    "FTS5 OR query with bm25 (~115 ms) dominate; document KNN ~27 ms, frontmatter ~22 ms, "
-    "exact rescoring + best-per-document + fusion ~10-15 ms, Python (bodies, snippets) "
-    "~18 ms. The 30 ms stretch needs fewer rows per query: e.g. a coarse partition key "
-    "(nearest of ~sqrt(N) centroids, probe a few) or one pooled HyPE vector per document, "
-    "and a cheaper FTS side (an OR over 100k bodies visits every posting list).",
-    "Write path (2,000 new docs, statement timings): 14,000 vec0 DELETEs that precede each "
-    "INSERT (vec0 has no INSERT OR REPLACE) cost 1.34 s of 5.6 s although nothing exists to "
-    "delete for a new document, and HyPE vectors were already deleted by _replace_questions. "
-    "Skipping them (not applied here: writer.py had other engineers' uncommitted edits) "
-    "measured 9.8 / 10.3 s -> 5.7 / 8.8 s for 2,000 docs under load. Other costs: vec0 "
-    "INSERT 0.90 s, documents INSERT with FTS/tag triggers 0.64 s, vector_data INSERT "
-    "0.54 s, COMMIT 0.53 s, derived 0.31 s: with 7 vectors per document the 2,000 docs/s "
-    "target is out of reach of this write path on this machine.",
+    "Final run on a quiet machine (load ~2 on 2 cores; no other jobs), corpora rebuilt "
+    "fresh with the committed write path (vec0 chunk_size=4096, question slots not deleted "
+    "before insert), then re-measured after the auto KNN depth became 256 document / 128 "
+    "question candidates. kbstore and the baseline were interleaved query by query: read "
+    "the ratios, not the absolute times.",
+    "Ingest = each size's build through upsert_many with precomputed vectors and a fake "
+    "LLM (its thread pool and question parsing included: the real HyPE path minus the "
+    "network); 7 vectors per document.",
+    "Re-sync = a second upsert_many of the same Document objects (no file scanning or "
+    "parsing), the LLM and the embedder replaced by functions that fail if called.",
+    "Peak RSS is measured with GNU time (%M) around each cold-start process. kbstore's "
+    "cold-start script passes the query vector as raw float32 bytes: searching imports no "
+    "numpy; the baseline needs numpy for its vectors.",
+    "vec0's KNN cost grows with k x rows (recall table, vector SQL column). On these "
+    "clustered vectors every depth gives recall@10 1.000; on real MiniLM embeddings "
+    "(benchmarks/results/quality.md) the document partition needs 256 candidates for "
+    "0.99 on SciFact, hence the auto depth; the question partition uses 128.",
+    "Where the 100k time goes: the question KNN over 600k sign-bit vectors (~92 ms), the "
+    "FTS5 OR query with bm25 (~53 ms), the document KNN (~32 ms), exact rescoring + best "
+    "per document (~2-3 ms), frontmatter (~13 ms). The 30 ms stretch needs fewer rows per "
+    "query: e.g. a coarse partition key (nearest of ~sqrt(N) centroids, probe a few) or "
+    "one pooled question vector per document, and a cheaper FTS side.",
+    "At 1k documents kbstore is slower than the numpy baseline (~18 vs ~6 ms): the fixed "
+    "cost of 384 sign-bit candidates through vec0 plus rescoring; still far below an "
+    "agent's LLM call.",
+    "Write path (earlier profile, 2,000 new docs): vec0 INSERT, documents INSERT with its "
+    "FTS/tag triggers, vector_data INSERT, COMMIT and derived rows each cost 0.3-0.9 s; "
+    "with 7 vectors per document the 2,000 docs/s target is not reached on this machine "
+    "(1,129 docs/s = 7,900 vectors/s at 10k).",
     "Re-sync is all Python after the batched planning (3 queries per 64 documents): "
     "content_hash's json.dumps is ~25% of it, 3 sha256 per document another ~15%.",
 )
