@@ -10,7 +10,7 @@ import re
 from array import array
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmptyQueryError
@@ -67,7 +67,8 @@ VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128}
 
 @lru_cache(maxsize=1)
 def search_sql() -> str:
-    return resources.files("kbstore.sql").joinpath("search.sql").read_text(encoding="utf-8")
+    # A plain path, not importlib.resources (which imports tempfile/shutil at start-up).
+    return (Path(__file__).parent / "sql" / "search.sql").read_text(encoding="utf-8")
 
 
 def query_terms(query: str) -> list[str]:

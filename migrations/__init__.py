@@ -10,7 +10,7 @@ only when something is pending: it costs ~0.7 s of start-up.
 
 from __future__ import annotations
 
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 MIGRATION_SET = "kbstore"
@@ -23,7 +23,7 @@ SCHEMA_VERSION = len(STEPS)
 
 
 def step_sql(filename: str) -> str:
-    return resources.files(__name__).joinpath(filename).read_text(encoding="utf-8")
+    return (Path(__file__).parent / filename).read_text(encoding="utf-8")
 
 
 def migration_set() -> Any:
