@@ -598,6 +598,9 @@ def main(argv: list[str] | None = None) -> None:
                 f"Python {platform.python_version()}", command=" ".join(sys.argv[1:]))
     if not args.report_only:
         data["code"] = code_version()
+        data.setdefault("runs", []).append({"args": " ".join(sys.argv[1:]) or "(defaults)",
+                                            "at": time.strftime("%Y-%m-%d %H:%M"),
+                                            "code": data["code"]})
         for n in [int(s) for s in args.sizes.split(",") if s.strip()]:
             data["results"][str(n)] = run_size(n, args, data["results"].get(str(n), {}))
             write_report(data, args.out)  # keep what is done if a later size fails
