@@ -215,7 +215,7 @@ def document_records(store: KnowledgeStore, include_vectors: bool = False
             "path": doc.path, "title": doc.title, "tags": doc.tags, "topic": doc.topic,
             "doc_type": doc.doc_type, "created": doc.created, "updated": doc.updated,
             "body": doc.body, "questions": [q for _, q in rows] if current else [],
-            "questions_model": hq[1] if current and rows else None,
+            "questions_model": hq[1] if hq is not None and current and rows else None,
         }
         if include_vectors:
             vectors: dict[str, Any] = {"fingerprint": fingerprint}

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 log = logging.getLogger("kbstore.hype")
 # litellm fetches a model price list from the network at import; use its bundled copy.
@@ -188,7 +187,3 @@ _SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|api[_-]?key[=:]\s*\S+|Bearer\s+\S+
 def _redact(text: str) -> str:
     """Error texts go into the database: never let a key ride along."""
     return _SECRET.sub("[redacted]", text)
-
-
-def describe(config: HypeConfig) -> dict[str, Any]:
-    return {"enabled": config.enabled, "model": config.model, "concurrency": config.concurrency}

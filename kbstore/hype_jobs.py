@@ -124,7 +124,7 @@ def _run_batch(store: KnowledgeStore, config: HypeConfig, batch: list[_Target],
     counts["llm_calls"] += len(questions) + len(errors) - skipped
     flat = [(path, pos, q) for path, qs in questions.items() for pos, q in enumerate(qs, 1)]
     # Questions are queries (see writer.py): question-to-question matching.
-    vectors = store.embedder.embed_queries([q for _, _, q in flat]) if flat else []
+    vectors: Any = store.embedder.embed_queries([q for _, _, q in flat]) if flat else []
     items: dict[str, list[tuple[int, str, Any]]] = {}
     for (path, pos, q), vec in zip(flat, vectors, strict=True):
         items.setdefault(path, []).append((pos, q, vec))

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from . import migrations as _migrations
+from . import migrations as _migrations  # type: ignore[attr-defined]  # package-dir mapped
 from .db import Connection, transaction
 from .errors import SchemaTooNewError
 

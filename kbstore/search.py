@@ -112,7 +112,8 @@ def tag_candidates(query: str, terms: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def build_params(query: str, query_vector: np.ndarray | None, *, topic: str | None,
+def build_params(query: str, query_vector: np.ndarray | bytes | list[float] | None, *,
+                 topic: str | None,
                  limit: int, now: str | None = None, **overrides: Any) -> dict[str, Any]:
     # A query of only NUL bytes is as blank as one of only spaces.
     if not isinstance(query, str) or not query.replace("\x00", " ").strip():

@@ -20,7 +20,7 @@ from .embed import (
     get_embedder,
     same_model,
 )
-from .errors import EmbedderMismatchError, InvalidDocumentError, KBStoreError
+from .errors import EmbedderMismatchError, InvalidDocumentError
 from .ingest import Document, Skipped, make_document, parse_file, scan_workspace
 from .search import Hit, build_params, explain_row, make_snippet, query_terms, search_sql
 
@@ -350,7 +350,3 @@ class KnowledgeStore:
             schema.set_meta(self.conn, "embedder", new.fingerprint())
         self.embedder = new
         return embed_existing(self, batch_size=batch_size, progress=progress)
-
-
-def require_store_error(exc: BaseException) -> bool:  # pragma: no cover - helper for CLI
-    return isinstance(exc, KBStoreError)

@@ -44,11 +44,14 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn kbstore's own errors, database errors and bad arguments into
     one-line exits (status 1)."""
 
+    expected: tuple[type[BaseException], ...] = (KBStoreError, ValueError, OSError,
+                                                 *_database_errors())
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (KBStoreError, ValueError, OSError, *_database_errors()) as exc:
+        except expected as exc:
             raise click.ClickException(str(exc).splitlines()[0] if str(exc) else
                                        type(exc).__name__) from exc
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from .. import db as _db
-from .. import migrations as _migrations
+from .. import migrations as _migrations  # type: ignore[attr-defined]  # package-dir mapped
 from .. import schema
 from ..embed import EMBEDDER_NAMES
 from . import cli, db_option, echo_json, friendly_errors, json_option
@@ -24,7 +26,7 @@ def init(db_path: str, embedder: str, dim: int | None, inference_mode: str) -> N
     """Create a knowledge store (schema + vector table for the embedder)."""
     from ..store import KnowledgeStore
 
-    options = {"dim": dim} if dim else {}
+    options: dict[str, Any] = {"dim": dim} if dim else {}
     if embedder == "nomic":
         options["inference_mode"] = inference_mode
     with KnowledgeStore.open(db_path, embedder, hype=False, **options) as store:
