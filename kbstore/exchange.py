@@ -93,14 +93,6 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return normalize(vec)[0]
 
 
-def _hype_current(conn: Any, doc_id: int | None, doc: Document) -> bool:
-    if doc_id is None:
-        return False
-    row = conn.execute("SELECT content_hash, status FROM derived WHERE doc_id = ? AND kind = "
-                       "'hype_questions'", (doc_id,)).fetchone()
-    return row is not None and row[0] == hype_hash(doc) and row[1] == "ok"
-
-
 def write_prepared(store: KnowledgeStore, items: list[Prepared]) -> Written:
     """Write documents with reusable vectors/questions in ONE transaction.
 
@@ -121,7 +113,7 @@ def write_prepared(store: KnowledgeStore, items: list[Prepared]) -> Written:
             doc = item.doc
             if plan.meta_changed and not plan.need_vector:
                 continue  # the normal write path rewrites vec0 metadata
-            want_questions = bool(item.questions) and not _hype_current(conn, plan.doc_id, doc)
+            want_questions = bool(item.questions) and not plan.hype_current
             if not (plan.need_vector and item.vector is not None) and not want_questions:
                 if not plan.need_vector:
                     done.already_current += 1

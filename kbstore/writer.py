@@ -38,6 +38,7 @@ class _Plan:
     need_hype_vectors: bool      # questions exist but their vectors do not
     meta_changed: bool = False   # topic/doc_type changed: vec0 metadata to update
     stale_hype: bool = False     # stored questions describe older content
+    hype_current: bool = False   # stored questions were made from this content
 
 
 def _plan_batch(store: KnowledgeStore, docs: list[Document]) -> list[_Plan]:
@@ -81,7 +82,7 @@ def _plan_batch(store: KnowledgeStore, docs: list[Document]) -> list[_Plan]:
             need_hype=store.hype.enabled and not hype_current,
             old_questions=questions, need_hype_vectors=need_hype_vectors and bool(questions),
             meta_changed=(row[3], row[4]) != (doc.topic, doc.doc_type),
-            stale_hype=hq is not None and hq[0] != hhash))
+            stale_hype=hq is not None and hq[0] != hhash, hype_current=hype_current))
     return plans
 
 
