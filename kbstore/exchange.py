@@ -24,7 +24,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -43,6 +43,7 @@ from .ingest import (
     make_document,
 )
 from .store import BATCH_SIZE, ImportReport, KnowledgeStore, doc_vector_hash, hype_hash
+from .writer import batches
 
 SLOTS = schema.VECTOR_SLOTS
 MAX_QUESTION_SLOT = SLOTS - 1
@@ -152,17 +153,6 @@ def write_prepared(store: KnowledgeStore, items: list[Prepared]) -> Written:
                 _mark(conn, doc_id, "hype_questions", plan.hype_hash, item.questions_model)
                 done.questions += len(questions)
     return done
-
-
-def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],

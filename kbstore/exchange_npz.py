@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidDocumentError
-from .exchange import ExchangeError, Prepared, Written, batches, write_prepared
+from .exchange import ExchangeError, Prepared, Written, write_prepared
 from .ingest import Document, parse_file, scan_workspace
 from .store import BATCH_SIZE, ImportReport, KnowledgeStore
+from .writer import batches
 
 
 @dataclass

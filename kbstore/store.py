@@ -187,18 +187,10 @@ class KnowledgeStore:
                     progress: Progress | None = None) -> ImportReport:
         """Store documents in batches; each batch (documents, vectors, HyPE,
         hashes) is one transaction, so a failure loses only that batch."""
-        from .writer import write_batch
+        from .writer import batches, write_batch
 
         report = ImportReport()
-        batch: list[Document] = []
-        for doc in docs:
-            batch.append(doc)
-            if len(batch) >= batch_size:
-                report.add(write_batch(self, batch))
-                if progress:
-                    progress(len(batch))
-                batch = []
-        if batch:
+        for batch in batches(docs, batch_size):
             report.add(write_batch(self, batch))
             if progress:
                 progress(len(batch))

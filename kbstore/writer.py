@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,17 @@ class _Plan:
     meta_changed: bool = False   # topic/doc_type changed: vec0 metadata to update
     stale_hype: bool = False     # stored questions describe older content
     hype_current: bool = False   # stored questions were made from this content
+
+
+def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _plan_batch(store: KnowledgeStore, docs: list[Document]) -> list[_Plan]:
