@@ -174,9 +174,10 @@ def transaction(conn: Connection) -> Iterator[Connection]:
     _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
     try:
         yield conn
+        _retry_busy(lambda: conn.execute("COMMIT"))
     except BaseException:
+        # Also when COMMIT itself fails (disk full, I/O error): never leave
+        # the connection inside a half-done transaction.
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    else:
-        _retry_busy(lambda: conn.execute("COMMIT"))
