@@ -1,0 +1,98 @@
+"""The PostgreSQL search statement and its parameters.
+
+``search.sql`` is written with psql variables (``:'name'``) so it runs in
+psql as it stands; here each becomes a named bind parameter. Every value is
+passed as text, exactly the strings psql would substitute, so the statement
+ranks the same from both. Query analysis (terms, tag candidates, defaults,
+validation) is kbstore's own (:mod:`kbstore.search`); only its FTS5
+expressions are replaced by plain word lists, which the statement stems.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ...search import STOPWORDS, TITLE_TERMS, build_params, query_terms
+
+SQL_DIR = Path(__file__).resolve().parent
+_PSQL_VAR = re.compile(r":'([a-z_]+)'")
+# Session settings for the HNSW scans (see search.sql). relaxed_order lets a
+# filtered scan continue past ef_search until LIMIT rows pass the filter;
+# the statement re-sorts the candidates itself.
+HNSW_SETTINGS = {"hnsw.ef_search": "100", "hnsw.iterative_scan": "relaxed_order"}
+# What psql gets for a parameter when kbstore's value is None.
+NONE = ""
+
+
+def _psycopg_form(text: str) -> str:
+    if "%" in text:
+        raise ValueError("search.sql must not contain '%' (it is the bind-parameter marker)")
+    return _PSQL_VAR.sub(r"%(\1)s", text)
+
+
+@lru_cache(maxsize=4)
+def statement(name: str = "search.sql") -> str:
+    """The statement with ``%(name)s`` bind parameters."""
+    return _psycopg_form((SQL_DIR / name).read_text(encoding="utf-8"))
+
+
+def statement_variables(name: str = "search.sql") -> list[str]:
+    """Every psql variable the statement reads, in first-use order."""
+    text = (SQL_DIR / name).read_text(encoding="utf-8")
+    return list(dict.fromkeys(_PSQL_VAR.findall(text)))
+
+
+def vector_text(vector: Any) -> str:
+    """pgvector's text form; 9 significant digits round-trip a float32."""
+    if isinstance(vector, (bytes, bytearray, memoryview)):
+        from array import array
+
+        values: Any = array("f", bytes(vector))
+    else:
+        values = vector
+    return "[" + ",".join(format(float(x), ".9g") for x in values) + "]"
+
+
+def as_text(value: Any) -> str:
+    if value is None:
+        return NONE
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def search_params(query: str, query_vector: Any, *, topic: str | None, limit: int,
+                  now: str | None = None, **overrides: Any) -> dict[str, str]:
+    """Text parameters for search.sql from the same inputs as
+    :func:`kbstore.search.build_params` (which validates them)."""
+    params = build_params(query, query_vector, topic=topic, limit=limit, now=now, **overrides)
+    drop = overrides.get("drop_stopwords")
+    drop = True if drop is None else bool(drop)
+    terms = query_terms(query.replace("\x00", " "))
+    fts_terms = [t for t in terms if not (drop and t in STOPWORDS)] or terms
+    title_terms = [t for t in dict.fromkeys(terms) if t not in STOPWORDS][:TITLE_TERMS]
+    for key in ("fts_query", "title_query"):
+        params.pop(key)
+    params.update(
+        fts_terms=json.dumps(fts_terms), title_terms=json.dumps(title_terms),
+        qvec=None if query_vector is None else vector_text(query_vector),
+    )
+    return {key: as_text(value) for key, value in params.items()}
+
+
+def psql_script(params: dict[str, str], schema: str) -> str:
+    """A psql script that runs the statement with these parameters."""
+    def quoted(value: str) -> str:
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    lines = [f"SET search_path = {schema}, public;"]
+    lines += [f"SET {k} = {v};" for k, v in HNSW_SETTINGS.items()]
+    lines += [f"\\set {k} {quoted(v)}" for k, v in sorted(params.items())]
+    lines.append(f"\\i {SQL_DIR / 'search.sql'}")
+    return "\n".join(lines) + "\n"
