@@ -29,7 +29,7 @@ def open_kb(kb: PgKnowledgeBase, dim: int = 16) -> psycopg.Connection:
     migrate.ensure_schema(conn, kb.schema)
     conn.autocommit = True
     migrate.use_schema(conn, kb.schema, local=False)
-    for key, value in query.HNSW_SETTINGS.items():
+    for key, value in query.SESSION_SETTINGS.items():
         conn.execute("SELECT set_config(%s, %s, false)", (key, value))
     conn.execute("SELECT set_vector_dimension(%s)", (dim,))
     return conn
@@ -329,3 +329,29 @@ def test_search_defaults_file_sets_every_parameter_at_kbstore_defaults() -> None
     defaults = query.search_params("x", None, topic=None, limit=10, now="")
     for key in set(values) - {"fts_terms", "title_terms", "tag_terms", "qvec", "now"}:
         assert values[key] == defaults[key], key
+
+
+def test_knowledge_bases_in_one_database_are_separate(pg_url: str) -> None:
+    """Two knowledge bases share a database; a write to one, from a session
+    whose search_path names the other, still keeps its statistics in its own
+    schema (the trigger functions pin their search_path)."""
+    kbs = [PgKnowledgeBase(pg_url, n, migrate.schema_for(n))
+           for n in (pg_server.unique_kb_name(), pg_server.unique_kb_name())]
+    try:
+        first, second = (open_kb(kb) for kb in kbs)
+        insert_documents(second, [make_document("domains/x.md", title="Only here",
+                                                body="alpha words")], FakeEmbedder(dim=16))
+        first.execute(f"INSERT INTO {kbs[1].schema}.documents (id, path, topic, doc_type, "
+                      "title, body, content_hash) VALUES "
+                      "(2, 'domains/y.md', 'domains', 'entry', 'Y', 'beta words', 'h')")
+        assert first.execute("SELECT count(*) FROM documents").fetchone()[0] == 0
+        assert first.execute("SELECT count(*) FROM fts_postings").fetchone()[0] == 0
+        assert second.execute("SELECT sum(docs) FROM fts_totals").fetchone()[0] == 2
+        assert second.execute(
+            "SELECT count(DISTINCT doc_id) FROM fts_postings").fetchone()[0] == 2
+        found = run_search(second, "beta", FakeEmbedder(dim=16))
+        assert [r["path"] for r in found if r["fts_rank"] is not None] == ["domains/y.md"]
+        assert run_search(first, "beta", FakeEmbedder(dim=16)) == []
+    finally:
+        for kb in kbs:
+            pg_server.drop_schema(pg_url, kb.schema)

@@ -120,8 +120,11 @@ CREATE INDEX derived_pending ON derived (kind, status);
 -- frequencies are counted from the postings at query time and the totals
 -- are summed over 16 shards: no row is shared by every writer, so
 -- concurrent writers of different documents never wait for each other.
+-- Terms use the "C" collation: they are only ever compared for equality,
+-- and byte comparison keeps the posting index cheaper to write and search
+-- than a linguistic collation.
 CREATE TABLE fts_postings (
-    term     text NOT NULL,
+    term     text COLLATE "C" NOT NULL,
     doc_id   bigint NOT NULL,
     tf_title integer NOT NULL,
     tf_tags  integer NOT NULL,
@@ -132,7 +135,7 @@ CREATE TABLE fts_postings (
 -- Unstemmed title words, for the frontmatter retriever's title overlap
 -- (SQLite: the titles_fts table with the plain unicode61 tokenizer).
 CREATE TABLE title_postings (
-    term      text NOT NULL,
+    term      text COLLATE "C" NOT NULL,
     doc_id    bigint NOT NULL,
     tf        integer NOT NULL,
     title_len integer NOT NULL,
