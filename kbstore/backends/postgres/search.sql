@@ -20,13 +20,15 @@
 --           weigh w_fm_title, tag matches 1.0, times w_fm)
 --   convex  sum of w_x * min-max-normalised score_x
 -- then x document-type boost and x journal recency decay
--- exp(-ln 2 * age_days / half_life_days) from `updated`, age at `now`.
+-- exp(-ln 2 * age_days / half_life_days) from `updated`, age at `now`
+-- (half_life_days empty: no decay).
 -- min_similarity (optional) drops hits that are neither a frontmatter match
 -- nor that close to the query vector.
 --
 -- Parameters are psql variables, every one passed as text (kbstore passes
 -- the same strings as bind parameters); an empty string means "none" for
--- topic, qvec, min_similarity and now (now = the current time). From psql:
+-- topic, qvec, min_similarity, half_life_days and now (now = the current
+-- time). Each hit's body comes back too (for its snippet). From psql:
 --   \i kbstore/backends/postgres/search_defaults.psql   -- every default
 --   SET search_path = kbstore_default, public;          -- the knowledge base
 --   \set fts_terms '["hybrid", "search"]'
@@ -213,7 +215,7 @@ fused AS (
     GROUP BY doc_id
 ),
 scored AS (
-    SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated,
+    SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body,
            coalesce((:'w_fm')::float8 * f.fm_weight / ((:'k_rrf')::float8 + f.fm_rank), 0.0) AS rrf_fm,
            coalesce((:'w_fts')::float8 / ((:'k_rrf')::float8 + f.fts_rank), 0.0) AS rrf_fts,
            coalesce((:'w_vec')::float8 / ((:'k_rrf')::float8 + f.vec_rank), 0.0) AS rrf_vec,
@@ -224,13 +226,14 @@ scored AS (
                            WHEN 'journal' THEN (:'boost_journal')::float8
                            ELSE (:'boost_entry')::float8 END AS boost,
            CASE WHEN d.doc_type = 'journal' AND d.updated_at IS NOT NULL
+                     AND nullif(:'half_life_days', '') IS NOT NULL
                 THEN exp(-ln(2.0) * greatest(extract(epoch FROM
                          coalesce(nullif(:'now', '')::timestamptz, now()) - d.updated_at)::float8
-                         / 86400.0, 0.0) / (:'half_life_days')::float8)
+                         / 86400.0, 0.0) / nullif(:'half_life_days', '')::float8)
                 ELSE 1.0 END AS decay
     FROM fused AS f JOIN documents AS d ON d.id = f.doc_id
 )
-SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated,
+SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body,
        (CASE :'fusion' WHEN 'convex' THEN s.convex ELSE s.rrf_fm + s.rrf_fts + s.rrf_vec END)
            * s.boost * s.decay AS score,
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.fts_score, s.vec_score,
