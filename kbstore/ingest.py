@@ -9,45 +9,22 @@ UTF-8, binary, too large, a symlink leaving the root) is skipped with a reason.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import InvalidDocumentError
+from .model import DOC_TYPES, Document
 
 TOPICS = ("self", "user", "projects", "domains", "journal")
 SKILLS_TOPIC = "skills"
-DOC_TYPES = ("entry", "skill", "journal")
 EXCLUDED_NAMES = frozenset(
     {"readme.md", "identity.md", "soul.md", "user.md", "tools.md", "agents.md", "todo.md",
      "scratch.md"})
 MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are skipped, not truncated
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
-
-
-@dataclass
-class Document:
-    """One searchable document as stored."""
-
-    path: str
-    title: str
-    body: str
-    tags: list[str] = field(default_factory=list)
-    topic: str = ""
-    doc_type: str = "entry"
-    created: str | None = None
-    updated: str | None = None
-
-    def content_hash(self) -> str:
-        """sha256 over every stored field: any change means an update."""
-        payload = json.dumps([self.path, self.title, self.body, self.tags, self.topic,
-                              self.doc_type, self.created, self.updated], ensure_ascii=False)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def validate_path(path: str) -> str:
@@ -153,12 +130,6 @@ def _is_utf8(text: str) -> bool:
 
 
 # -- reading files ---------------------------------------------------------
-
-
-@dataclass
-class Skipped:
-    path: str
-    reason: str
 
 
 def _first_heading(body: str) -> str | None:

@@ -16,13 +16,18 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
+from .files import atomic_write, render_markdown
 from .ingest import TOPICS, normalize_tags, parse_file
+
+__all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]
+# Re-index rounds after a store(): another process may rewrite the same file
+# between our write and our index; the last writer's file must win.
+STORE_ROUNDS = 5
 
 DEFAULT_DATA_DIR = Path("~/.picobot/data")
 DEFAULT_WORKSPACE = Path("~/.picobot/workspace")
@@ -91,38 +96,6 @@ def check_title(title: Any) -> str:
         raise InvalidDocumentError(f"title {title!r} looks like a path leaving the knowledge "
                                    "folder")
     return title
-
-
-def render_markdown(meta: dict[str, Any], body: str) -> str:
-    """A markdown file with YAML frontmatter in picobot's style
-    (``tags: [a, b]``, dates as YYYY-MM-DD)."""
-    import yaml
-
-    class _Dumper(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:  # equal dates: no &id001 anchors
-            return True
-
-    head = yaml.dump(meta, Dumper=_Dumper, default_flow_style=None, sort_keys=False,
-                     allow_unicode=True, width=10_000)
-    return f"---\n{head}---\n{body.rstrip()}\n"
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder + os.replace: readers see the
-    old file or the new one, never half of one. The temp name does not end in
-    .md, so a crash never leaves a half-written document to be indexed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _existing_created(path: Path) -> Any:
@@ -235,22 +208,35 @@ class KnowledgeBase:
         meta = {"title": title, "topic": topic, "tags": tag_list, "created": created,
                 "updated": today}
         atomic_write(target, render_markdown(meta, body))
-        # Index from the file as written, so a later reindex sees no change.
-        doc = parse_file(target, rel)
         try:
-            self.knowledge_store.upsert_many([doc])
+            self._index_file(target, rel)
         except BaseException:
             self._reconciled = False  # the next search repairs the index
             raise
         return rel
 
-    def search(self, query: str, topic: str | None = None) -> str:
-        """Hybrid search; the formatted text picobot hands its agent."""
+    def _index_file(self, target: Path, rel: str) -> None:
+        """Index the file as it is on disk, then look again: if another
+        process replaced it meanwhile (two agents storing the same title),
+        index again, so the index never keeps the older version."""
+        indexed = None
+        for _ in range(STORE_ROUNDS):
+            doc = parse_file(target, rel)
+            if indexed is not None and doc.content_hash() == indexed:
+                return
+            self.knowledge_store.upsert_many([doc])
+            indexed = doc.content_hash()
+
+    def search(self, query: str, topic: str | None = None, *,
+               min_similarity: float | None = None) -> str:
+        """Hybrid search; the formatted text picobot hands its agent.
+        ``min_similarity`` overrides the database's confidence floor."""
         if not isinstance(query, str) or not query.strip():
             return "No results: the search query is empty."
         self._ensure_reconciled()
+        floor = {} if min_similarity is None else {"min_similarity": min_similarity}
         try:
-            hits = self.knowledge_store.search(query, topic=topic, limit=MAX_RESULTS)
+            hits = self.knowledge_store.search(query, topic=topic, limit=MAX_RESULTS, **floor)
         except EmptyQueryError:
             return "No results: the search query is empty."
         where = f" in topic '{topic}'" if topic else ""
@@ -272,6 +258,8 @@ class KnowledgeBase:
         if not self.root.is_dir():
             # A missing (e.g. unmounted) folder must not empty the index.
             return None
+        # Safe default: a half-missing folder (knowledge/ renamed mid-sync)
+        # keeps its documents; only ordinary removals are applied.
         report = self.knowledge_store.import_directory(self.root)
         self._reconciled = True
         return report

@@ -12,14 +12,23 @@ from typing import Any
 import click
 
 from ..errors import KBStoreError
-
-DB_ENV = "KBSTORE_DB"
+from ..settings import DB_ENV
 
 
 def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--db", "db_path", envvar=DB_ENV, required=True,
-                        type=click.Path(dir_okay=False),
-                        help=f"Database file (env {DB_ENV}).")(fn)
+                        help=f"Database file, or a postgresql:// URL (env {DB_ENV}).")(fn)
+
+
+def open_store(db_path: str, *, read_only: bool = False, create: bool = False,
+               embedder: str | None = None, hype: bool | None = False,
+               hype_model: str | None = None, **options: Any) -> Any:
+    """The store for a command. Read commands open read-only (nothing is
+    created or modified); only commands that make a knowledge base create one."""
+    from ..store import KnowledgeStore
+
+    return KnowledgeStore.open(db_path, embedder, read_only=read_only, create=create,
+                               hype=hype, hype_model=hype_model, **options)
 
 
 def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -27,16 +36,13 @@ def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _database_errors() -> tuple[type[BaseException], ...]:
-    """DB-API errors of both bindings ('file is not a database', locked ...)."""
-    import sqlite3
+    """DB-API errors of the backends ('file is not a database', locked ...)."""
+    from ..backends.sqlite.connection import database_errors
 
-    errors: list[type[BaseException]] = [sqlite3.Error]
-    try:
-        import sqlean  # type: ignore[import-untyped]
-
-        errors.append(sqlean.Error)
-    except ImportError:
-        pass
+    errors = list(database_errors())
+    psycopg = sys.modules.get("psycopg")  # only if a postgresql:// store was opened
+    if psycopg is not None:
+        errors.append(psycopg.Error)
     return tuple(errors)
 
 
@@ -44,16 +50,19 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn kbstore's own errors, database errors and bad arguments into
     one-line exits (status 1)."""
 
-    expected: tuple[type[BaseException], ...] = (KBStoreError, ValueError, OSError,
-                                                 *_database_errors())
-
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except expected as exc:
-            raise click.ClickException(str(exc).splitlines()[0] if str(exc) else
-                                       type(exc).__name__) from exc
+        except Exception as exc:
+            # Database error classes are looked up only on failure (psycopg is
+            # slow to import and most commands never need it).
+            if not isinstance(exc, (KBStoreError, ValueError, OSError, *_database_errors())):
+                raise
+            from ..redact import redact
+
+            text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise click.ClickException(redact(text)) from exc
 
     return wrapper
 

@@ -8,18 +8,19 @@
 --        kind (so one document's many HyPE vectors cannot crowd out others),
 --        exact cosine rescoring, best vector per document
 -- Fusion (:fusion):
---   'rrf'    sum of :w_x / (:k_rrf + rank_x)            (default; k, weights: search.py)
+--   'rrf'    sum of :w_x / (:k_rrf + rank_x)            (default; k, weights: kbstore/query.py)
 --   'convex' sum of :w_x * min-max-normalised score_x
 -- then x document-type boost (:boost_skill / :boost_journal / :boost_entry)
 -- and x journal recency decay exp(-ln 2 * age_days / :half_life_days) from
--- `updated`, age measured at :now. Optional :min_similarity drops hits that
--- are neither a frontmatter match nor that close to the query vector.
+-- `updated`, age measured at :now (:half_life_days NULL: no decay).
+-- Optional :min_similarity drops hits that are neither a frontmatter match
+-- nor that close to the query vector.
 --
--- Run it from the sqlite3 shell (see README): .load the sqlite-vec file,
--- `.param set` every parameter, then `.read kbstore/sql/search.sql`.
+-- Run it from the sqlite3 shell (see README): `kbstore search --shell` writes
+-- a script that .loads sqlite-vec, sets every parameter and runs this file.
 -- :qvec may be a JSON array ('[0.1, ...]') or a float32 blob; NULL skips vec.
 -- :fts_query / :title_query are FTS5 expressions built from escaped terms
--- (see kbstore/search.py); NULL skips them. :tag_terms is a JSON array.
+-- (see kbstore/backends/sqlite/search.py); NULL skips them. :tag_terms is a JSON array.
 
 WITH
 fm_tag AS (
@@ -128,7 +129,7 @@ fused AS (
     GROUP BY doc_id
 ),
 scored AS (
-    SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated,
+    SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body,
            coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
            coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
            coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
@@ -138,12 +139,13 @@ scored AS (
                            WHEN 'journal' THEN :boost_journal
                            ELSE :boost_entry END AS boost,
            CASE WHEN d.doc_type = 'journal' AND julianday(d.updated) IS NOT NULL
+                     AND :half_life_days IS NOT NULL
                 THEN exp(-ln(2.0) * max(julianday(:now) - julianday(d.updated), 0.0)
                          / :half_life_days)
                 ELSE 1.0 END AS decay
     FROM fused AS f JOIN documents AS d ON d.id = f.doc_id
 )
-SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated,
+SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body,
        (CASE :fusion WHEN 'convex' THEN s.convex ELSE s.rrf_fm + s.rrf_fts + s.rrf_vec END)
            * s.boost * s.decay AS score,
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.fts_score, s.vec_score,
