@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -54,6 +55,8 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            raise
         except Exception as exc:
             # Database error classes are looked up only on failure (psycopg is
             # slow to import and most commands never need it).
@@ -81,12 +84,27 @@ def progress_bar(total: int, label: str) -> Any:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kbstore")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Log what kbstore does (to stderr).")
+def cli(verbose: bool) -> None:
     """kbstore: an agent's knowledge base in ONE SQLite file.
 
     Markdown entries, skills and journal notes with an FTS5 index, sqlite-vec
     vectors (documents + HyPE questions) and hybrid search in one SQL statement.
     """
+    import logging
+
+    from ..redact import install_log_filter
+
+    # Commands print their own reports; the library's warnings repeat them,
+    # so they show only with --verbose. Errors always show (redacted).
+    logger = logging.getLogger("kbstore")
+    if not any(getattr(h, "_kbstore_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler()  # stderr, looked up when a record is emitted
+        handler.setFormatter(logging.Formatter("kbstore: %(message)s"))
+        handler._kbstore_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose else logging.ERROR)
+    install_log_filter()
 
 
 def _register() -> None:
@@ -101,4 +119,10 @@ def _register() -> None:
 
 def main() -> None:
     _register()
-    cli(prog_name="kbstore")
+    try:
+        cli(prog_name="kbstore")
+    except BrokenPipeError:
+        # `kbstore status | head`: the reader left; exit quietly like other tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(141) from None
