@@ -186,9 +186,7 @@ class KnowledgeStore:
         writer = self.writer()
         if batch_size:
             writer.batch_size = batch_size
-        outcome = writer.upsert(docs, progress, provided=provided)
-        self.backend.checkpoint()
-        return outcome
+        return writer.upsert(docs, progress, provided=provided)
 
     def delete(self, path: str) -> bool:
         """Remove a document and everything derived from it."""
@@ -246,6 +244,7 @@ class KnowledgeStore:
         stored = self.paths()
         gone = [p for p in stored if p not in seen]
         if not gone:
+            self.backend.checkpoint()
             return outcome
         mistake = not seen or (len(gone) >= MASS_DELETE_SHARE * len(stored)
                                and len(gone) >= MASS_DELETE_MIN)
@@ -262,6 +261,7 @@ class KnowledgeStore:
         if before_delete is not None:
             before_delete(gone)
         report.deleted += self.delete_many(gone)
+        self.backend.checkpoint()
         return outcome
 
     def reembed(self, embedder: Embedder | str, *, batch_size: int | None = None,

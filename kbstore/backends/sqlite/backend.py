@@ -37,7 +37,7 @@ from . import doctor as _doctor
 from . import migrations as _migrations
 from . import search as _search
 from . import vectors as _vectors
-from .connection import Connection, connect, snapshot, transaction
+from .connection import Connection, connect, enable_writes, snapshot, transaction
 
 _DOC_COLUMNS = "id, path, title, body, tags, topic, doc_type, created, updated, extra"
 _ERROR_CHARS = 500
@@ -71,6 +71,7 @@ class SQLiteBackend:
             current = _migrations.state(conn)
             _migrations.refuse_if_newer(conn, current)
             if mode != "read":
+                enable_writes(conn, settings)
                 _migrations.migrate(conn, str(path))
             elif not current.applied:
                 raise NotAKnowledgeBaseError(f"{path} is empty, not a kbstore database yet; "
@@ -98,9 +99,7 @@ class SQLiteBackend:
             conn.close()
 
     def close(self) -> None:
-        if not self.read_only:
-            self.checkpoint()
-        self.conn.close()
+        self.conn.close()  # the last connection to close checkpoints and removes the WAL
 
     def _writable(self) -> None:
         if self.read_only:
