@@ -216,15 +216,15 @@ class Writer:
               content: Document, *, ask_llm: bool, force_llm: bool,
               provided: Provided | None) -> _Work | None:
         changed = doc is not None and (stored is None or stored.content_hash != doc.content_hash())
-        work = _Work(Change(path, stored, document=doc if changed else None), content,
-                     retry=doc is not None)
+        work = _Work(Change(path, stored, document=doc if changed else None,
+                            vector_model=self.fp), content, retry=doc is not None)
         change = work.change
         made = stored.derived if stored is not None else {}
         vhash, hhash = content.vector_hash(), content.hype_hash()
 
         dv = made.get(DOC_VECTOR)
         if dv is None or dv.content_hash != vhash or dv.model != self.fp:
-            change.vector_hash, change.vector_model = vhash, self.fp
+            change.vector_hash = vhash
             if provided is not None and usable(provided.vector, self.embedder.dim):
                 change.doc_vector, work.reused_vector = unit(provided.vector), True
             else:

@@ -294,8 +294,7 @@ def _recreate_schema(conn: Connection) -> list[str]:
     expected = expected_schema()
     order = {"table": 0, "index": 1, "trigger": 2}
     for name, (kind, sql) in sorted(expected.items(), key=lambda i: order.get(i[1][0], 3)):
-        if name.startswith(tuple(f"{t}_" for t in fts_tables())) and name not in (
-                "documents_fts", "titles_fts"):
+        if kind == "table" and name.startswith(tuple(f"{t}_" for t in fts_tables())):
             continue  # FTS5 shadow tables come with their virtual table
         if actual.get(name) == _squash(sql):
             continue
