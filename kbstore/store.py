@@ -241,10 +241,10 @@ class KnowledgeStore:
 
         outcome.add(self.write(documents(), batch_size=batch_size, progress=progress,
                                provided=provided))
+        self.backend.checkpoint()  # a bulk write: fold the WAL back (and truncate it)
         stored = self.paths()
         gone = [p for p in stored if p not in seen]
         if not gone:
-            self.backend.checkpoint()
             return outcome
         mistake = not seen or (len(gone) >= MASS_DELETE_SHARE * len(stored)
                                and len(gone) >= MASS_DELETE_MIN)
