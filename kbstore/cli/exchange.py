@@ -41,7 +41,7 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     mismatched entries are reported and the workspace is then reconciled
     as `kbstore import` would (embedding only what is left).
     """
-    from ..exchange import import_npz
+    from ..exchange_npz import import_npz
 
     # Check inputs before opening: opening creates the database.
     if not Path(npz).is_file():
