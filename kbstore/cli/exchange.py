@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..embedders import EMBEDDER_NAMES
-from . import cli, db_option, echo_json, friendly_errors, json_option, open_store
+from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
 
 _hype_option = click.option(
     "--hype/--no-hype", default=None,
