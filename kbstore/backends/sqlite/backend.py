@@ -30,6 +30,7 @@ from ...model import (
     Hit,
     SearchRequest,
     Stored,
+    fingerprint_id,
 )
 from ...redact import redact
 from ...settings import Settings
@@ -307,15 +308,13 @@ class SQLiteBackend:
                     _vectors.stage_clear_document(self.conn, doc_id)
         return out
 
-    def _check_fingerprint(self, fingerprint_id: str | None) -> None:
-        from ...embed import fingerprint_id as fp_id
-
+    def _check_fingerprint(self, writer: str | None) -> None:
         stored = self.fingerprint()
-        if stored is None or fp_id(stored) != fingerprint_id:
+        now = fingerprint_id(stored) if stored else "no embedder"
+        if now != writer:
             raise EmbedderChangedError(
-                f"{self.location} is now embedded with "
-                f"{fp_id(stored) if stored else 'no embedder'}, not {fingerprint_id} (another "
-                "process re-embedded it); nothing was written. Reopen the store.")
+                f"{self.location} is now embedded with {now}, not {writer} (another process "
+                "re-embedded it); nothing was written. Reopen the store.")
 
     def _apply_one(self, change: Change, now: Stored | None, out: Applied) -> int | None:
         """Returns the document key written (None when nothing was)."""
