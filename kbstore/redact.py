@@ -14,8 +14,8 @@ what *looks* secret by its place or its shape:
    ``Name: value`` (HTTP headers);
 4. the credential after ``Bearer`` / ``Basic``;
 5. long random-looking tokens: runs of 24+ of ``[A-Za-z0-9+/=_-]`` with 20+
-   letters/digits that are mostly not words. "Not words" is measured twice:
-   how often the run switches between a lowercase word, a capital, an
+   letters/digits and 8+ distinct characters that are mostly not words.
+   "Not words" is measured twice: how often the run switches between a lowercase word, a capital, an
    all-caps run and a number (camelCase and model names switch rarely;
    random text every other character), and how many of its letter pairs are
    among the 160 pairs common in identifiers and English text.
@@ -26,9 +26,12 @@ class names, UUID-free numbers, and content hashes printed alone as 40 or 64
 lowercase hex digits (git commits, sha256: they identify content, not
 access). Other hex runs of 24+ (UUIDs, 32-digit keys) are redacted.
 
-Known limit (measured on random keys): a run of letters only, without
-digits, passes as a word about 4 times in 10,000 (e.g. a bare ``hf_`` token
-outside any ``key=``/header/URL context and not in the environment).
+Known limits, measured: a random run of letters only (a bare ``hf_`` token
+outside any ``key=``/header/URL context and not in the environment) passes
+as a word about 4 times in 10,000; a random run of lowercase letters and
+digits about 2 in 1,000. The other way round, about 1 in 7,000 ordinary
+runs of 24+ characters (some model names such as ``qwen3-30b-a3b-fp8``,
+long non-English compounds) is redacted; pass such names as ``keep``.
 
 :func:`install` redacts every log record of the ``kbstore`` logger
 hierarchy (and of the LLM client libraries kbstore calls, which log request
@@ -93,6 +96,7 @@ _COMMON_PAIRS = frozenset((
     "ro rr rs rt ru sa sc se sh si so sp ss st ta te th ti to tp tr ts tt tu ty ue ul um un up "
     "ur us ut va ve vi xt xy yc yp").split())
 _MIN_TOKEN_ALNUM = 20
+_MIN_DISTINCT = 8           # random 24-character tokens have 12-20 distinct characters
 _MAX_WORD_SWITCHES = 0.28   # switches per character at or above this: random
 _MIN_COMMON_PAIRS = 0.5     # share of common letter pairs below this: random
 
@@ -163,6 +167,8 @@ def _named_value(m: re.Match[str]) -> str:
 
 def _header_value(m: re.Match[str]) -> str:
     name = m["name"]
+    if not m["scheme"] and m.string.startswith(" " + PLACEHOLDER, m.end()):
+        return m[0]  # "Authorization: Basic [redacted]" is already done
     compound = bool(re.search(r"[_\-.]", name)) or bool(re.search(r"[a-z][A-Z]", name))
     if not is_secret_name(name) or not (compound or name.lower() in _STANDALONE_NAMES):
         return m[0]
@@ -183,7 +189,7 @@ def _looks_random(run: str, keep: tuple[str, ...]) -> bool:
     if any(run in k for k in keep):
         return False
     alnum = sum(ch.isalnum() for ch in run)
-    if alnum < _MIN_TOKEN_ALNUM:
+    if alnum < _MIN_TOKEN_ALNUM or len(set(run)) < _MIN_DISTINCT:  # "xxxx...", "0000..."
         return False
     if _HEX_RUN.fullmatch(run):
         digits = sum(ch.isdigit() for ch in run)
