@@ -28,6 +28,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -180,7 +181,8 @@ def _yaml_timestamp_value(text: str) -> dt.date:
     return value
 
 
-def make_document(path: str, *, title: str, body: str, tags: Sequence[str] | str | None = None,
+def make_document(path: str, *, title: str, body: str,
+                  tags: Sequence[Any] | AbstractSet[Any] | str | None = None,
                   topic: str | None = None, doc_type: str | None = None,
                   created: Any = None, updated: Any = None) -> Document:
     """Validate and normalise the fields of one document. Every refusal is an
@@ -222,8 +224,13 @@ def _check_text(name: str, text: str, max_chars: int | None) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", tuple: "a list", set: "a set",
-            frozenset: "a set"}.get(type(value), type(value).__name__)
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, (set, frozenset)):
+        return "a set"
+    return type(value).__name__
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -45,13 +45,19 @@ import os
 import re
 import traceback
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
-from urllib.parse import quote
+from functools import cache, lru_cache
 
 PLACEHOLDER = "[redacted]"
 
+
+@cache
+def _rx(pattern: str) -> re.Pattern[str]:
+    # Compiled on first use, not at import: importing kbstore stays fast.
+    return re.compile(pattern)
+
+
 # Environment variable names whose values are secrets, whatever they look like.
-_SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+_SECRET_ENV_NAME = r"(?i)KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH"
 # Values too short or too common to be anyone's secret (TOKENIZERS_PARALLELISM=false);
 # replacing them would mangle ordinary words.
 _MIN_ENV_SECRET = 6
@@ -68,22 +74,21 @@ _SECRET_SUFFIXES = ("key", "token", "secret", "password", "passwd")
 # "key:" alone is left out: "API key: not set" is prose.
 _STANDALONE_NAMES = frozenset({"authorization", "password", "passwd", "secret", "token",
                                "cookie", "apikey", "credentials", "bearer"})
-_NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_NAME_WORD = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+"
 
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/?#]+)@")
+_URL_USERINFO = r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/?#]+)@"
 _VALUE = r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s&,;"'<>()\[\]{}]+)"""
-_QUOTED_NAME = re.compile(r"""(?P<q>["'])(?P<name>[A-Za-z0-9_.\- ]{1,64})(?P=q)(?P<sep>\s*:\s*)"""
-                          + _VALUE)
+_QUOTED_NAME = r"""(?P<q>["'])(?P<name>[A-Za-z0-9_.\- ]{1,64})(?P=q)(?P<sep>\s*:\s*)""" + _VALUE
 _NAME = r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,63})"
-_EQUALS = re.compile(_NAME + r"(?P<sep>[ \t]*=[ \t]*)" + _VALUE)
+_EQUALS = _NAME + r"(?P<sep>[ \t]*=[ \t]*)" + _VALUE
 _AUTH_SCHEME = r"(?:(?P<scheme>Basic|Bearer|Token|Digest|ApiKey|Key)[ \t]+)?"
-_COLON = re.compile(_NAME + r"(?P<sep>[ \t]*:[ \t]*)" + _AUTH_SCHEME + _VALUE)
-_BEARER = re.compile(r"\b(?P<scheme>Bearer|Basic)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{8,}=*)")
-_TOKEN_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{24,}")
-_LETTERS = re.compile(r"[A-Za-z]+")
-_HEX_RUN = re.compile(r"[0-9a-fA-F\-]+")
-_CONTENT_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+_COLON = _NAME + r"(?P<sep>[ \t]*:[ \t]*)" + _AUTH_SCHEME + _VALUE
+_BEARER = r"\b(?P<scheme>Bearer|Basic)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{8,}=*)"
+_TOKEN_RUN = r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{24,}"
+_LETTERS = r"[A-Za-z]+"
+_HEX_RUN = r"[0-9a-fA-F\-]+"
+_CONTENT_HASH = r"[0-9a-f]{40}|[0-9a-f]{64}"
+_SEPARATORS = r"[^A-Za-z0-9]+"
 
 # Letter pairs common in identifiers and English (the top 160 of Python
 # docstrings and identifiers plus model names); random letters hit ~24% of
@@ -116,17 +121,17 @@ def redact(text: str, *, keep: Iterable[str] = (), env: Mapping[str, str] | None
     values = _env_secrets(tuple(sorted((os.environ if env is None else env).items())))
     if values is not None:
         text = values.sub(PLACEHOLDER, text)
-    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{PLACEHOLDER}@", text)
-    text = _QUOTED_NAME.sub(_named_value, text)
-    text = _EQUALS.sub(_named_value, text)
-    text = _COLON.sub(_header_value, text)
-    text = _BEARER.sub(_bearer_value, text)
-    return _TOKEN_RUN.sub(lambda m: PLACEHOLDER if _looks_random(m[0], keep) else m[0], text)
+    text = _rx(_URL_USERINFO).sub(lambda m: f"{m['scheme']}{PLACEHOLDER}@", text)
+    text = _rx(_QUOTED_NAME).sub(_named_value, text)
+    text = _rx(_EQUALS).sub(_named_value, text)
+    text = _rx(_COLON).sub(_header_value, text)
+    text = _rx(_BEARER).sub(_bearer_value, text)
+    return _rx(_TOKEN_RUN).sub(lambda m: PLACEHOLDER if _looks_random(m[0], keep) else m[0], text)
 
 
 def is_secret_name(name: str) -> bool:
     """A field/header/parameter name that says its value is secret."""
-    words = [w.lower() for w in _NAME_WORD.findall(name)]
+    words = [w.lower() for w in _rx(_NAME_WORD).findall(name)]
     if any(w in _SECRET_WORDS for w in words):
         return True
     joined = "".join(words)
@@ -135,10 +140,12 @@ def is_secret_name(name: str) -> bool:
 
 @lru_cache(maxsize=8)
 def _env_secrets(items: tuple[tuple[str, str], ...]) -> re.Pattern[str] | None:
+    from urllib.parse import quote  # not at import: kbstore keeps start-up lean
+
     values: set[str] = set()
     for name, value in items:
         value = value.strip()
-        if not _SECRET_ENV_NAME.search(name) or len(value) < _MIN_ENV_SECRET:
+        if not _rx(_SECRET_ENV_NAME).search(name) or len(value) < _MIN_ENV_SECRET:
             continue
         # A path (SSH_AUTH_SOCK, GOOGLE_APPLICATION_CREDENTIALS) says where a
         # secret lives, it is not one; error messages need paths.
@@ -191,17 +198,17 @@ def _looks_random(run: str, keep: tuple[str, ...]) -> bool:
     alnum = sum(ch.isalnum() for ch in run)
     if alnum < _MIN_TOKEN_ALNUM or len(set(run)) < _MIN_DISTINCT:  # "xxxx...", "0000..."
         return False
-    if _HEX_RUN.fullmatch(run):
+    if _rx(_HEX_RUN).fullmatch(run):
         digits = sum(ch.isdigit() for ch in run)
         letters = sum(ch.isalpha() for ch in run)
-        return digits >= 2 and letters >= 2 and not _CONTENT_HASH.fullmatch(run)
+        return digits >= 2 and letters >= 2 and not _rx(_CONTENT_HASH).fullmatch(run)
     switches = 0
-    for part in _SEPARATORS.split(run):
-        words = _NAME_WORD.findall(part)
+    for part in _rx(_SEPARATORS).split(run):
+        words = _rx(_NAME_WORD).findall(part)
         switches += max(0, len(words) - 1)
     if switches / alnum >= _MAX_WORD_SWITCHES:
         return True
-    pairs = [(a + b).lower() for letters in _LETTERS.findall(run)
+    pairs = [(a + b).lower() for letters in _rx(_LETTERS).findall(run)
              for a, b in zip(letters, letters[1:], strict=False)]
     return len(pairs) >= 8 and sum(p in _COMMON_PAIRS for p in pairs) / len(pairs) \
         < _MIN_COMMON_PAIRS

@@ -217,6 +217,14 @@ def test_unused_fields_are_not_interpreted(tmp_path: Path) -> None:
     assert doc.title == "T"
 
 
+def test_an_alias_bomb_in_a_field_kbstore_does_not_use_is_never_expanded(tmp_path: Path) -> None:
+    # 9 levels of 9 aliases: 387 million strings if anything built or walked it.
+    levels = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    levels += [f"l{n}: &l{n} [" + ",".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 9)]
+    doc = _parse(tmp_path, fm(*levels, "title: Still fine", "tags: [a]"))
+    assert (doc.title, doc.tags, doc.body) == ("Still fine", ["a"], "Body text.")
+
+
 def test_scalar_titles_and_tags_are_taken_as_written(tmp_path: Path) -> None:
     doc = _parse(tmp_path, fm("title: 12:30", "tags: [yes, 1.50, 0x1F, null]"))
     assert (doc.title, doc.tags) == ("12:30", ["yes", "1.50", "0x1F"])
