@@ -154,7 +154,10 @@ surrounding = st.text(alphabet=string.ascii_letters + string.digits + " .,:;!?()
 separators = st.sampled_from([" ", "\n", ", ", " | ", ": "])
 
 
-@settings(max_examples=60, derandomize=True, deadline=None)
+# derandomize: the token rule is statistical (see kbstore.redact: about 4 in
+# 10,000 random letter-only tokens read as words), so the examples are fixed
+# rather than a new draw that fails one run in a hundred.
+@settings(max_examples=400, derandomize=True, deadline=None)
 @given(fmt=st.sampled_from(sorted(FORMATS)), seed=st.integers(0, 2**32),
        before=surrounding, after=surrounding, sep1=separators, sep2=separators)
 def test_random_secrets_in_random_error_texts_never_survive(
