@@ -22,7 +22,7 @@ from typing import Any
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
 from .files import atomic_write, render_markdown
-from .ingest import TOPICS, normalize_tags, parse_file
+from .ingest import TOPICS, make_document, normalize_tags, parse_file
 
 __all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]
 # Re-index rounds after a store(): another process may rewrite the same file
@@ -207,6 +207,10 @@ class KnowledgeBase:
         created = _existing_created(target) or today
         meta = {"title": title, "topic": topic, "tags": tag_list, "created": created,
                 "updated": today}
+        # Refuse what the index would refuse before a file exists that every
+        # later import would skip (e.g. a 5,000-character title).
+        make_document(rel, title=title, body=body, tags=tag_list, created=created,
+                      updated=today)
         atomic_write(target, render_markdown(meta, body))
         try:
             self._index_file(target, rel)

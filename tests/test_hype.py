@@ -168,12 +168,16 @@ def test_rate_limit_is_retried_then_succeeds(db_path: Path, fake_llm,
 def test_auth_error_is_not_retried(db_path: Path, fake_llm,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hype_mod.time, "sleep", lambda s: pytest.fail("must not wait"))
-    fake_llm.fail_with = RuntimeError("missing api_key sk-secret12345")
+    # A realistic key: a 14-character "sk-secret12345" is too short to look
+    # random and is only redacted when it is in the environment (test_secrets).
+    key = "sk-proj-Zq3xT9vLm2NcR7bW4yHs8KdF1jPa6GtE0uQo5Vi"
+    fake_llm.fail_with = RuntimeError(f"missing api_key {key}")
     with _open(db_path, hype=True) as store:
         store.upsert("knowledge/domains/a.md", title="Alpha", body="Alpha body.")
         error = _derived(store, "knowledge/domains/a.md", "hype_questions")[3]
     assert len(fake_llm.calls) == 1
-    assert "sk-secret12345" not in error  # keys never reach the database
+    # keys never reach the database
+    assert key not in error and "RuntimeError: missing api_key" in error
 
 
 # -- search through a question vector ----------------------------------------

@@ -182,6 +182,9 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     add("stale_vectors", {d for d, (h, _, _) in doc_rows.items()
                           if d in docs and h != docs[d].vector_hash()},
         "document vectors made from older content")
+    add("secrets_in_errors", _unredacted(conn),
+        "stored LLM errors that still hold what looks like a credential (written by an "
+        "older kbstore); --fix redacts them")
     add("pending_hype", {d for d, (_, _, s) in qrows.items() if d in ids and s == PENDING},
         "documents whose HyPE questions wait for the LLM (`kbstore hype`)",
         fixable=False, problem=False)
@@ -210,6 +213,13 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     add("invalid_vectors", {v // SLOTS for v in _invalid_vectors(conn)},
         "documents with NaN, infinite, zero or wrong-size vectors")
     return checks
+
+
+def _unredacted(conn: Connection) -> set[int]:
+    from ...redact import redact
+
+    return {int(d) for d, error in conn.execute(
+        "SELECT doc_id, error FROM derived WHERE error IS NOT NULL") if redact(error) != error}
 
 
 def _rows(conn: Connection, sql: str) -> dict[int, int]:
@@ -288,6 +298,14 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
         if "rebuild_in_progress" in bad:
             _vectors.stage_drop(conn)
             actions.append("discarded the vectors staged by an interrupted reembed")
+        if "secrets_in_errors" in bad:
+            from ...redact import redact
+
+            rows = conn.execute("SELECT doc_id, kind, error FROM derived "
+                                "WHERE error IS NOT NULL").fetchall()
+            conn.executemany("UPDATE derived SET error = ? WHERE doc_id = ? AND kind = ?",
+                             [(redact(e), d, k) for d, k, e in rows if redact(e) != e])
+            actions.append("redacted credentials in stored LLM errors")
         actions += _delete_orphans(conn, bad)
         actions += _forget_bad_vectors(conn, bad)
     return actions
