@@ -82,7 +82,7 @@ def cli() -> None:
 
 def _register() -> None:
     from . import admin, content  # noqa: F401  (commands register on import)
-    for optional in ("hype_cmd", "exchange", "doctor"):
+    for optional in ("hype_cmd", "exchange", "doctor", "mcp_cmd"):
         try:
             __import__(f"{__name__}.{optional}")
         except ModuleNotFoundError as exc:
