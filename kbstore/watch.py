@@ -178,13 +178,17 @@ class Watcher:
 
     # -- reconciling ------------------------------------------------------------
 
-    def _read(self, rel: str, file: Path) -> Document | str | None:
+    def _read(self, rel: str, file: Path, last: bool) -> Document | str | None:
         """The parsed document, _MISSING, a skip reason, or None when the file
-        changed while it was read (a write in progress: read it again later)."""
+        may still be being written (changed within the settle time, or while
+        it was read): read it again later. A half-written file often parses
+        (no closing '---' is just a body), so freshness is the signal."""
         try:
             before = file.stat()
             if not file.is_file():
                 return "not a regular file"
+            if not last and time.time() - before.st_mtime < self.settle_s:
+                return None
             doc = parse_file(file, rel)
             after = file.stat()
         except FileNotFoundError:
@@ -239,7 +243,7 @@ class Watcher:
         for attempt in range(SETTLE_ROUNDS + 1):
             again: dict[str, Path] = {}
             for rel, file in pending.items():
-                got = self._read(rel, file)
+                got = self._read(rel, file, last=attempt == SETTLE_ROUNDS)
                 if isinstance(got, Document):
                     docs.append(got)
                 elif got is _MISSING and attempt > 0:
