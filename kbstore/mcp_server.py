@@ -15,6 +15,7 @@ and picobot's ``KnowledgeBase.store`` for writing notes as markdown files.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -372,6 +373,7 @@ def serve(options: ServeOptions) -> None:
     store = KnowledgeStore.open(options.db, options.embedder, hype=options.hype)
     stop = threading.Event()
     thread: threading.Thread | None = None
+    service: KnowledgeService | None = None
     try:
         service = KnowledgeService(store, options.workspace, watching=options.watch)
         service.warm()
@@ -384,6 +386,9 @@ def serve(options: ServeOptions) -> None:
             thread = threading.Thread(target=_run_watcher, args=(watcher, stop),
                                       name="kbstore-watch", daemon=True)
             thread.start()
+            # Serve only once events are collected: an edit right after the
+            # client connects must not fall in the gap.
+            watcher.ready.wait(timeout=10)
         server = build_server(service)
         if options.http:
             anyio.run(serve_http, server, options.host, options.port)
@@ -393,7 +398,8 @@ def serve(options: ServeOptions) -> None:
         stop.set()
         if thread is not None:
             thread.join(timeout=5)
-        store.close()
+        with (service.lock if service is not None else contextlib.nullcontext()):
+            store.close()
 
 
 def _run_watcher(watcher: Any, stop: threading.Event) -> None:

@@ -103,6 +103,7 @@ class Watcher:
         self.debounce_ms, self.step_ms, self.settle_s = debounce_ms, step_ms, settle_s
         self.on_report = on_report
         self.reconciles = 0
+        self.ready = threading.Event()  # set once file events are being collected
         # The layout is fixed by what was there at start (or appeared later):
         # when workspace/knowledge vanishes, its documents are not suddenly
         # looked for at the workspace's top level.
@@ -316,12 +317,16 @@ class Watcher:
         return not (parts and any(r.search(parts[-1]) for r in _IGNORED_NAME_RES))
 
     def run(self, stop: threading.Event | None = None, *, initial_sync: bool = True) -> None:
-        """Watch until ``stop`` is set (or KeyboardInterrupt)."""
+        """Watch until ``stop`` is set (or KeyboardInterrupt).
+
+        The initial sync runs once the watch is in place (its first, empty
+        yield), so an edit made during the sync is not lost: the watcher
+        buffers it for the next batch.
+        """
         from watchfiles import watch
 
         stop = stop or threading.Event()
-        if initial_sync:
-            self.reconcile_all()
+        synced = not initial_sync
         while not stop.is_set():
             if not self.workspace.is_dir():  # the workspace itself vanished: wait for it
                 stop.wait(1.0)
@@ -329,12 +334,18 @@ class Watcher:
             try:
                 for changes in watch(self.workspace, watch_filter=self.wanted,
                                      debounce=self.debounce_ms, step=self.step_ms,
-                                     stop_event=stop, rust_timeout=1000,
+                                     stop_event=stop, rust_timeout=1000, yield_on_timeout=True,
                                      raise_interrupt=True):
-                    self.reconcile(path for _change, path in changes)
+                    self.ready.set()
+                    if not synced:
+                        self.reconcile_all()
+                        synced = True
+                    if changes:
+                        self.reconcile(path for _change, path in changes)
                     if not self.workspace.is_dir():
                         break
             except (FileNotFoundError, RuntimeError, OSError) as exc:
                 # watchfiles raises when its root is removed; start over once it is back.
                 log.warning("watching %s stopped (%s); retrying", self.workspace, exc)
                 stop.wait(1.0)
+            synced = False  # events were missed while the watch was down: catch up
