@@ -366,3 +366,48 @@ def test_the_model_loads_once_when_the_server_starts(sample_workspace: Path,
         for query in ("deploy rollback", "sourdough", "what does the user like"):
             assert service.call("search", {"query": query})["count"] > 0
         assert store.embedder._session is session  # the same warm model, never reloaded
+
+
+def test_any_arguments_give_a_result_or_a_one_line_error(indexed: tuple[Path, Path]) -> None:
+    """Fuzz: whatever a client sends, a tool answers with output matching its
+    schema or refuses with one line; nothing else escapes (the server would
+    report it as an internal error)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from kbstore.mcp_server import _expected_errors
+
+    db, workspace = indexed
+    expected = _expected_errors()
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
+                        st.floats(allow_nan=True, allow_infinity=True),
+                        st.text(st.characters(codec=None), max_size=40),
+                        st.sampled_from(["../../etc/passwd", "projects/picobot-memory-design.md",
+                                         "user", "journal", "", " ", "\x00", "kb://x.md"]))
+    values = st.one_of(scalars, st.lists(scalars, max_size=4),
+                       st.dictionaries(st.text(max_size=5), scalars, max_size=2))
+
+    @st.composite
+    def calls(draw: Any) -> tuple[str, Any]:
+        name = draw(st.sampled_from([*TOOL_SPECS, "bogus"]))
+        keys = list(TOOL_SPECS[name].input_schema["properties"]) if name in TOOL_SPECS else []
+        chosen = draw(st.lists(st.sampled_from(keys + ["extra"]), unique=True, max_size=5))
+        args = {key: draw(values) for key in chosen}
+        return name, draw(st.one_of(st.just(args), values)) if draw(st.booleans()) else args
+
+    with KnowledgeStore.open(db, FakeEmbedder(64), hype=False) as store:
+        service = KnowledgeService(store, workspace)
+
+        @settings(max_examples=150, deadline=None,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture])
+        @given(calls())
+        def check(call: tuple[str, Any]) -> None:
+            name, args = call
+            try:
+                result = service.call(name, args)
+            except expected as exc:
+                assert str(exc).strip() and "\n" not in str(exc).strip(), repr(exc)
+                return
+            jsonschema.validate(result, TOOL_SPECS[name].output_schema)
+
+        check()
