@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import socket
@@ -157,7 +158,9 @@ def write_report(data: dict[str, Any]) -> None:
         f"Machine: {data['machine']}. {data['queries']} queries over the bundled sample "
         f"knowledge base ({data['documents']} documents), embedder MiniLM (offline int8 ONNX), "
         "limit 10, no HyPE. All four measured in one run, interleaved query by query "
-        "(`python -m benchmarks.mcp_latency`); read the ratios, not the absolute times.",
+        "(`python -m benchmarks.mcp_latency`); read the ratios, not the absolute times: the "
+        f"machine is shared (1-minute load average {data['load_average'][0]} at the start, "
+        f"{data['load_average'][1]} at the end, on {os.cpu_count()} cores).",
         "",
         "| path | p50 | p90 | mean |",
         "|---|---|---|---|",
@@ -191,16 +194,16 @@ def main() -> None:
     from kbstore import KnowledgeStore
 
     queries = make_queries(args.queries)
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "sample.sqlite"
         with KnowledgeStore.open(db, "minilm", hype=False) as store:
             report = store.import_directory(sample_workspace())
         with (Path(tmp) / "servers.log").open("w") as log:
             results = anyio.run(measure, db, queries, log)
-    import os
-
     data = {"machine": f"{os.cpu_count()} cores, {platform.platform()}, Python "
                        f"{platform.python_version()}",
+            "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
             "queries": len(queries), "documents": report.added, "results": results,
             "when": time.strftime("%Y-%m-%d %H:%M")}
     write_report(data)
