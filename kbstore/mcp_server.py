@@ -188,7 +188,7 @@ class KnowledgeService:
         file: Path | None = None
         if self._indexable(rel):
             candidate = self._file_for(rel)
-            try:  # symlinked folders must not lead the unlink outside the workspace
+            try:  # a symlinked folder must not take the unlink outside the workspace
                 candidate.parent.resolve().relative_to(workspace)
             except (ValueError, OSError) as exc:
                 raise ToolArgumentError(f"{rel!r} resolves outside the workspace") from exc
