@@ -114,7 +114,10 @@ class KnowledgeBase:
 
     ``base_path`` is the knowledge folder itself; else ``workspace/knowledge``
     (and ``workspace/skills`` is indexed too). The database lives at
-    ``data_dir/kb.sqlite``. ``embedder`` overrides the default nomic model
+    ``data_dir/kb.sqlite`` unless ``db`` names the file. ``store`` is an
+    already-open :class:`kbstore.KnowledgeStore` to index into instead (a
+    server sharing its warm model); it stays open on :meth:`close`, its owner
+    closes it. ``embedder`` overrides the default nomic model
     (``inference_mode`` 'local' or 'remote'); ``hype``/``model`` control
     HyPE question generation (``model`` is the litellm model name).
     """
@@ -123,7 +126,8 @@ class KnowledgeBase:
                  workspace: str | os.PathLike[str] | None = None,
                  data_dir: str | os.PathLike[str] | None = None,
                  inference_mode: str = "local", hype: bool = True, model: str | None = None,
-                 embedder: Embedder | str | None = None) -> None:
+                 embedder: Embedder | str | None = None,
+                 db: str | os.PathLike[str] | None = None, store: Any = None) -> None:
         if base_path is not None:
             self.base = Path(base_path).expanduser()
             self.root = self.base  # what reindex scans
@@ -134,12 +138,14 @@ class KnowledgeBase:
             self.root = ws
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else \
             DEFAULT_DATA_DIR.expanduser()
-        self.db_path = self.data_dir / DB_NAME
+        self.db_path = Path(store.path) if store is not None else \
+            Path(db).expanduser() if db is not None else self.data_dir / DB_NAME
         self.inference_mode = inference_mode
         self.hype = hype
         self.model = model
         self._embedder = embedder
-        self._store: Any = None
+        self._store: Any = store
+        self._owns_store = store is None
         self._reconciled = False
 
     # -- lifecycle ---------------------------------------------------------
@@ -151,7 +157,7 @@ class KnowledgeBase:
         if self._store is None:
             from .store import KnowledgeStore
 
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
             embedder = self._embedder if self._embedder is not None else DEFAULT_EMBEDDER
             self._store = KnowledgeStore.open(self.db_path, embedder, hype=self.hype,
                                               hype_model=self.model,
@@ -159,10 +165,10 @@ class KnowledgeBase:
         return self._store
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and self._owns_store:
             self._store.close()
             self._store = None
-            self._reconciled = False
+        self._reconciled = False
 
     def __enter__(self) -> KnowledgeBase:
         return self

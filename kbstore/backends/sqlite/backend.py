@@ -187,7 +187,7 @@ class SQLiteBackend:
 
     def list(self, *, topic: str | None = None, limit: int | None = None,
              recent: bool = False) -> list[Document]:
-        order = "coalesce(updated, created) DESC, id DESC" if recent else "path"
+        order = "coalesce(updated, created, '') DESC, path DESC" if recent else "path"
         rows = self.conn.execute(
             f"SELECT {_DOC_COLUMNS} FROM documents WHERE ? IS NULL OR topic = ? "
             f"ORDER BY {order} LIMIT ?", (topic, topic, -1 if limit is None else limit))
