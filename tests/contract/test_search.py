@@ -447,9 +447,9 @@ def test_explain_fields(store: KnowledgeStore) -> None:
     assert plain.explain is None and "explain" not in plain.to_dict()
 
 
-def test_hype_question_match_is_explained(tmp_path, fake_llm) -> None:
+def test_hype_question_match_is_explained(location, fake_llm) -> None:  # type: ignore[no-untyped-def]
     fake_llm.answer = lambda prompt: "How do I keep the bread culture alive?"
-    with KnowledgeStore.open(tmp_path / "h.sqlite", FakeEmbedder(64), hype=True) as s:
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=True) as s:
         s.upsert("domains/starter.md", title="Starter", body="Refresh with flour and water.")
         hit = s.search("keep the bread culture alive", explain=True)[0]
         assert hit.path == "domains/starter.md"
