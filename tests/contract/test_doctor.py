@@ -59,16 +59,16 @@ def test_pending_hype_is_a_note_not_a_problem(location: str, fake_llm) -> None: 
     assert not report.get("pending_hype").problem
 
 
-def test_cli_doctor_on_a_healthy_store(kb: KnowledgeStore, run_cli) -> None:  # type: ignore[no-untyped-def]
-    healthy = run_cli("doctor", "--db", kb.location)
+def test_cli_doctor_on_a_healthy_store(kb: KnowledgeStore, location: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+    healthy = run_cli("doctor", "--db", location)
     assert healthy.exit_code == 0, healthy.output
     assert "no problems found" in healthy.output and "ok     integrity" in healthy.output
-    data = json.loads(run_cli("doctor", "--db", kb.location, "--json").output)
+    data = json.loads(run_cli("doctor", "--db", location, "--json").output)
     assert data["ok"] is True and data["fixed"] == []
     assert all(c["ok"] for c in data["checks"])
-    fixed = run_cli("doctor", "--db", kb.location, "--fix")
+    fixed = run_cli("doctor", "--db", location, "--fix")
     assert fixed.exit_code == 0 and "no problems found" in fixed.output
-    usage = run_cli("doctor", "--db", kb.location, "--embedder", "fake")
+    usage = run_cli("doctor", "--db", location, "--embedder", "fake")
     assert usage.exit_code == 2 and "--embedder only applies with --fix" in usage.output
 
 

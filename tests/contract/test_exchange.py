@@ -419,17 +419,18 @@ def test_cli_import_jsonl_skips_a_bad_record_and_says_where(tmp_path, backend, r
     assert piped.exit_code == 0 and json.loads(piped.stdout)["write"]["added"] == 1
 
 
-def test_export_never_overwrites_an_existing_file_unless_forced(tmp_path, store, run):  # type: ignore[no-untyped-def]
+def test_export_never_overwrites_an_existing_file_unless_forced(tmp_path, location, store,
+                                                                run):  # type: ignore[no-untyped-def]
     store.upsert("projects/a.md", title="A", body="exported")
     target = tmp_path / "notes.jsonl"
     target.write_text("my own notes\n", encoding="utf-8")
     with pytest.raises(ExchangeError, match="exists"):
         export_jsonl(store, target)
-    refused = run("export", "--db", store.location, "--format", "jsonl", target)
+    refused = run("export", "--db", location, "--format", "jsonl", target)
     assert refused.exit_code == 1 and "--force" in refused.output
     assert target.read_text(encoding="utf-8") == "my own notes\n"
     assert not list(tmp_path.glob(".*.tmp"))  # no temp file left behind
-    forced = run("export", "--db", store.location, "--format", "jsonl", target, "--force")
+    forced = run("export", "--db", location, "--format", "jsonl", target, "--force")
     assert forced.exit_code == 0 and "exported 1 document(s)" in forced.output
     assert json.loads(target.read_text(encoding="utf-8"))["body"] == "exported"
     assert export_jsonl(store, target, overwrite=True) == 1
@@ -437,7 +438,7 @@ def test_export_never_overwrites_an_existing_file_unless_forced(tmp_path, store,
         export_jsonl(store, tmp_path / "missing" / "x.jsonl")
     with pytest.raises(ExchangeError, match="folder"):
         export_jsonl(store, tmp_path)
-    stdout = run("export", "--db", store.location, "--format", "jsonl", "-")
+    stdout = run("export", "--db", location, "--format", "jsonl", "-")
     assert stdout.exit_code == 0 and json.loads(stdout.output)["path"] == "projects/a.md"
 
 
