@@ -4,6 +4,10 @@ Everything runs on FakeEmbedder (bag of hashed words: texts sharing words are
 close, nothing else) and the fake_llm fixture. Where a test needs to know
 *which* retriever found a document it looks at the explain data of the
 underlying store; the formatted text is what picobot's agent sees.
+
+KnowledgeBase opens ``data_dir/kb.sqlite``; to run on every backend these
+tests point its ``db_path`` at the backend fixture's location (the default
+file layout is tested in tests/sqlite/test_picobot_files.py).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import pytest
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore import picobot as picobot_module
 from kbstore.picobot import KnowledgeBase
-from kbstore.search import DEFAULTS
+from kbstore.query import DEFAULTS
+
+from .public import questions_of
 
 K_RRF = DEFAULTS["k_rrf"]
 _RESULT = re.compile(r"^\d+\. .*\(([^()]+)\)$")
@@ -52,14 +58,21 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path / "workspace"
 
 
+def on_backend(kb: KnowledgeBase, location: str) -> KnowledgeBase:
+    """The KnowledgeBase's index at the backend fixture's location."""
+    kb.db_path = location  # type: ignore[assignment]
+    return kb
+
+
 @pytest.fixture
-def make_kb(tmp_path: Path, workspace: Path, embedder: FakeEmbedder):
+def make_kb(tmp_path: Path, workspace: Path, embedder: FakeEmbedder, location: str):  # type: ignore[no-untyped-def]
     opened: list[KnowledgeBase] = []
 
-    def make(**kw) -> KnowledgeBase:
+    def make(**kw) -> KnowledgeBase:  # type: ignore[no-untyped-def]
         kw.setdefault("hype", False)
         kw.setdefault("embedder", embedder)
-        kb = KnowledgeBase(workspace=workspace, data_dir=tmp_path / "data", **kw)
+        kb = on_backend(KnowledgeBase(workspace=workspace, data_dir=tmp_path / "data", **kw),
+                        location)
         kb.ensure_structure()
         opened.append(kb)
         return kb
@@ -284,9 +297,7 @@ def test_no_decay_on_non_journal(kb, monkeypatch):
 
 
 def _questions(kb: KnowledgeBase, path: str) -> list[str]:
-    return [r[0] for r in kb.knowledge_store.conn.execute(
-        "SELECT q.question FROM hype_questions q JOIN documents d ON d.id = q.doc_id "
-        "WHERE d.path = ? ORDER BY q.position", (path,))]
+    return questions_of(kb.knowledge_store, path)
 
 
 def test_hype_questions_generated_on_store(make_kb, fake_llm):
@@ -395,27 +406,42 @@ def test_search_says_no_results_clearly(kb):
     assert scores(kb.search("deploy")) and math.isfinite(scores(kb.search("deploy"))[0])
 
 
-def test_base_path_and_lazy_open(tmp_path, embedder):
-    kb = KnowledgeBase(base_path=tmp_path / "kb", data_dir=tmp_path / "d", embedder=embedder,
-                       hype=False)
+def test_base_path_and_lazy_open(tmp_path, embedder, backend, location):  # type: ignore[no-untyped-def]
+    kb = on_backend(KnowledgeBase(base_path=tmp_path / "kb", data_dir=tmp_path / "d",
+                                  embedder=embedder, hype=False), location)
     kb.ensure_structure()
-    assert not (tmp_path / "d").exists()  # nothing opened yet
+    assert not backend.exists(location)  # nothing opened yet
     rel = kb.store("user", "Coffee", "Prefers flat white.", tags=["coffee"])
     assert (tmp_path / "kb" / "user" / "coffee.md").is_file()
-    assert (tmp_path / "d" / "kb.sqlite").is_file()
+    assert backend.exists(location)
     assert paths(kb.search("coffee"))[0] == rel
     kb.close()
 
 
-def test_picobots_existing_test_pattern_works_offline(tmp_path, monkeypatch):
-    """picobot's tests build ``KnowledgeBase(workspace=tmp_path)``; one autouse
-    fixture redirecting the defaults keeps them offline and out of ~/.picobot."""
-    monkeypatch.setattr(picobot_module, "DEFAULT_DATA_DIR", tmp_path / "data")
-    monkeypatch.setattr(picobot_module, "DEFAULT_EMBEDDER", "fake")
-    kb = KnowledgeBase(workspace=tmp_path, hype=False)
-    kb.ensure_structure()
-    rel = kb.store("projects", "Home server", "Runs picobot under systemd.", tags=["infra"])
-    assert paths(kb.search("systemd"))[0] == rel
-    assert kb.db_path == tmp_path / "data" / "kb.sqlite" and kb.db_path.is_file()
-    assert kb.knowledge_store.embedder.fingerprint()["name"] == "fake"
+def test_a_briefly_missing_knowledge_folder_keeps_the_index(kb, workspace):  # type: ignore[no-untyped-def]
+    """Formerly a search while workspace/knowledge was renamed (mid-sync,
+    unmounted) deleted every document and its HyPE questions."""
+    stored = [kb.store("domains", f"Note {n}", f"Body of note {n} about kayaks.")
+              for n in range(6)]
     kb.close()
+    (workspace / "knowledge").rename(workspace / "knowledge.syncing")
+    assert paths(kb.search("kayaks"))  # reconciles with a folder without documents
+    assert sorted(kb.knowledge_store.paths()) == sorted(stored)
+    kb.close()
+    (workspace / "knowledge.syncing").rename(workspace / "knowledge")
+    (workspace / "knowledge" / stored[0]).unlink()  # an ordinary removal is applied
+    assert "1 deleted" in kb.sync()
+    assert sorted(kb.knowledge_store.paths()) == sorted(stored[1:])
+
+
+def test_a_missing_workspace_is_not_indexed_and_keeps_the_index(make_kb, tmp_path, location,
+                                                               embedder):  # type: ignore[no-untyped-def]
+    kb = make_kb()
+    rel = kb.store("projects", "Home server", "Runs picobot under systemd.")
+    kb.close()
+    gone = on_backend(KnowledgeBase(workspace=tmp_path / "nowhere", data_dir=tmp_path / "data",
+                                    embedder=embedder, hype=False), location)
+    assert gone.reindex() is None
+    assert gone.sync().startswith("Nothing to index")
+    assert paths(gone.search("systemd")) == [rel]
+    gone.close()

@@ -1,15 +1,20 @@
 """Ingest: which files are documents, topic/doc_type from the path, path
-validation, and import reconciliation by content hash (embedding counts,
-deletion from every table)."""
+validation, import reconciliation by content hash (embedding counts,
+deletion), and the removals an import refuses because they look like a
+mistake (an empty or half-missing folder) unless told to prune."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from kbstore import FakeEmbedder, InvalidDocumentError, KnowledgeStore
+from kbstore.doctor import diagnose
 from kbstore.ingest import derive_topic_type, make_document, scan_workspace
+
+from .public import questions
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -81,12 +86,15 @@ def test_import_derives_topic_type_title_and_dates(store: KnowledgeStore,
 def test_topic_and_doc_type_from_path(store: KnowledgeStore, path: str, topic: str,
                                       doc_type: str) -> None:
     assert derive_topic_type(path) == (topic, doc_type)
-    store.upsert(path, title="T", body="b")
+    store.upsert(path, title="Tangerine", body="b")
+    store.upsert("elsewhere/other.md", title="Tangerine", body="b")
     doc = store.get(path)
     assert (doc.topic, doc.doc_type) == (topic, doc_type)
-    row = store.conn.execute("SELECT topic, doc_type FROM vectors WHERE vector_id = "
-                             "(SELECT id * 32 FROM documents WHERE path = ?)", (path,)).fetchone()
-    assert tuple(row) == (topic, doc_type)
+    # every retriever, the vector one included, filters by the derived topic
+    hits = store.search("tangerine", topic=topic, explain=True)
+    assert [h.path for h in hits] == [path]
+    assert hits[0].doc_type == doc_type
+    assert all(r is not None for r in hits[0].explain["ranks"].values())
 
 
 def test_explicit_topic_and_type_override_the_path(store: KnowledgeStore) -> None:
@@ -149,54 +157,41 @@ def test_editing_one_file_embeds_exactly_one(store: KnowledgeStore, workspace: P
     assert store.search("weekly", limit=1)[0].path == "domains/bikes.md"
 
 
-def _rows_for(store: KnowledgeStore, doc_id: int, path: str) -> dict[str, int]:
-    conn = store.conn
-
-    def count(sql: str, *args) -> int:
-        return int(conn.execute(sql, args).fetchone()[0])
-
-    return {
-        "documents": count("SELECT count(*) FROM documents WHERE path = ?", path),
-        "fts": count("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
-                     '"zanzibar"'),
-        "document_tags": count("SELECT count(*) FROM document_tags WHERE doc_id = ?", doc_id),
-        "vectors": count("SELECT count(*) FROM vectors WHERE doc_id = ?", doc_id),
-        "vector_data": count("SELECT count(*) FROM vector_data WHERE doc_id = ?", doc_id),
-        "derived": count("SELECT count(*) FROM derived WHERE doc_id = ?", doc_id),
-        "hype_questions": count("SELECT count(*) FROM hype_questions WHERE doc_id = ?", doc_id),
-    }
-
-
-def test_deleting_a_file_removes_it_from_every_table(tmp_path: Path, workspace: Path,
-                                                     fake_llm) -> None:
+def test_deleting_a_file_removes_it_and_everything_derived(location, workspace: Path,
+                                                          fake_llm) -> None:  # type: ignore[no-untyped-def]
     write(workspace, "knowledge/domains/travel.md",
           entry("Zanzibar trip", "Spice farms on Zanzibar.", "[travel, zanzibar]"))
     embedder = FakeEmbedder(64)
-    with KnowledgeStore.open(tmp_path / "h.sqlite", embedder, hype=True) as s:
+    with KnowledgeStore.open(location, embedder, hype=True) as s:
         report = s.import_directory(workspace)
         assert report.hype_generated == 6 and fake_llm.calls
-        doc_id = s.conn.execute("SELECT id FROM documents WHERE path = 'domains/travel.md'"
-                                ).fetchone()[0]
-        before = _rows_for(s, doc_id, "domains/travel.md")
-        # document + 3 HyPE questions, each with a vector; 3 kinds of derived rows
-        assert before == {"documents": 1, "fts": 1, "document_tags": 2, "vectors": 4,
-                          "vector_data": 4, "derived": 3, "hype_questions": 3}
+        before = s.status()
+        assert (before["documents"], before["vectors"], before["hype_questions"]) == (6, 24, 18)
+        assert "domains/travel.md" in questions(s)
         (workspace / "knowledge/domains/travel.md").unlink()
         report = s.import_directory(workspace)
-        assert report.deleted == 1 and report.embedded == 0
-        assert _rows_for(s, doc_id, "domains/travel.md") == dict.fromkeys(before, 0)
+        assert report.deleted == 1 and report.embedded == 0 and report.kept_missing == []
+        after = s.status()
+        # the document, its vector, its 3 questions and their 3 vectors are gone
+        assert (after["documents"], after["vectors"], after["hype_questions"]) == (5, 20, 15)
+        assert after["doc_vectors"] == 5
+        assert s.get("domains/travel.md") is None
+        assert "domains/travel.md" not in questions(s)
         assert all(h.path != "domains/travel.md" for h in s.search("zanzibar spice", limit=50))
-        assert s.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        s.conn.execute("INSERT INTO documents_fts(documents_fts) VALUES('integrity-check')")
+        assert diagnose(s).ok
 
 
 def test_store_delete_removes_everything(store: KnowledgeStore) -> None:
     store.upsert("projects/z.md", title="Zanzibar", body="zanzibar notes", tags=["zanzibar"])
-    doc_id = store.conn.execute("SELECT id FROM documents").fetchone()[0]
+    store.upsert("projects/k.md", title="Kept", body="another note")
     assert store.delete("projects/z.md") is True
     assert store.delete("projects/z.md") is False
-    assert set(_rows_for(store, doc_id, "projects/z.md").values()) == {0}
     assert store.get("projects/z.md") is None
+    status = store.status()
+    assert (status["documents"], status["vectors"], status["doc_vectors"]) == (1, 1, 1)
+    assert [h.path for h in store.search("zanzibar", limit=10)] == ["projects/k.md"]
+    assert store.delete_many(["projects/k.md", "projects/none.md"]) == 1
+    assert len(store) == 0 and diagnose(store).ok
 
 
 def test_unreadable_files_are_skipped_with_a_reason(store: KnowledgeStore,
@@ -211,3 +206,122 @@ def test_unreadable_files_are_skipped_with_a_reason(store: KnowledgeStore,
     assert "NUL" in reasons["domains/binary.md"]
     assert "UTF-8" in reasons["domains/latin1.md"]
     assert report.added == 5
+
+
+# -- removals that look like a mistake --------------------------------------------------
+
+
+def _notes(root: Path, n: int) -> list[str]:
+    for i in range(n):
+        write(root, f"knowledge/domains/note-{i}.md", entry(f"Note {i}", f"Body of note {i}."))
+    return [f"domains/note-{i}.md" for i in range(n)]
+
+
+def test_an_empty_folder_deletes_nothing(store: KnowledgeStore, tmp_path: Path) -> None:
+    paths = _notes(tmp_path / "ws", 6)
+    store.import_directory(tmp_path / "ws")
+    (tmp_path / "empty").mkdir()
+    report = store.import_directory(tmp_path / "empty")
+    assert report.deleted == 0 and report.kept_missing == paths
+    assert "holds no documents" in report.kept_reason
+    assert store.paths() == paths
+    forced = store.import_directory(tmp_path / "empty", prune=True)
+    assert forced.deleted == 6 and forced.kept_missing == [] and len(store) == 0
+
+
+@pytest.mark.parametrize("missing, kept", [(5, True), (7, True), (4, False), (1, False)])
+def test_a_removal_of_half_the_store_is_kept(store: KnowledgeStore, tmp_path: Path,
+                                             missing: int, kept: bool) -> None:
+    ws = tmp_path / "ws"
+    paths = _notes(ws, 10)
+    store.import_directory(ws)
+    for rel in paths[:missing]:
+        (ws / "knowledge" / rel).unlink()
+    report = store.import_directory(ws)
+    if kept:  # at least half of the store and at least 5 documents: looks like a mistake
+        assert (report.deleted, report.kept_missing) == (0, paths[:missing])
+        assert f"{missing} of 10 documents would be deleted" in report.kept_reason
+        assert len(store) == 10
+    else:
+        assert (report.deleted, report.kept_missing) == (missing, [])
+        assert store.paths() == paths[missing:]
+
+
+def test_a_small_store_is_pruned_normally(store: KnowledgeStore, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    paths = _notes(ws, 4)
+    store.import_directory(ws)
+    for rel in paths[:3]:  # 3 of 4: most of the store, but fewer than 5 documents
+        (ws / "knowledge" / rel).unlink()
+    assert store.import_directory(ws).deleted == 3
+    assert store.paths() == paths[3:]
+
+
+def test_prune_false_never_deletes_and_before_delete_announces(store: KnowledgeStore,
+                                                               tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    paths = _notes(ws, 10)
+    store.import_directory(ws)
+    (ws / "knowledge" / paths[0]).unlink()
+    report = store.import_directory(ws, prune=False)
+    assert (report.deleted, report.kept_missing, report.kept_reason) == (0, paths[:1],
+                                                                        "prune=False")
+    announced: list[list[str]] = []
+
+    def before_delete(gone: list[str]) -> None:
+        announced.append(list(gone))
+        assert store.get(gone[0]) is not None  # told BEFORE anything is deleted
+
+    report = store.import_directory(ws, before_delete=before_delete)
+    assert report.deleted == 1 and announced == [paths[:1]]
+    assert store.import_directory(ws, before_delete=before_delete).deleted == 0
+    assert announced == [paths[:1]]  # nothing to delete: not called
+
+
+def test_a_kept_removal_keeps_the_paid_for_questions(location, tmp_path: Path,
+                                                     fake_llm) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    _notes(ws, 6)
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=True) as s:
+        s.import_directory(ws)
+        before = questions(s)
+        assert len(before) == 6
+        (tmp_path / "typo").mkdir()
+        s.import_directory(tmp_path / "typo")
+        assert questions(s) == before
+    assert len(fake_llm.calls) == 6
+
+
+def test_cli_import_refuses_a_mistaken_removal_unless_pruned(run_cli, location,
+                                                             tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    paths = _notes(ws, 6)
+    assert run_cli("import", "--db", location, ws, "--no-hype", "--embedder", "fake"
+                   ).exit_code == 0
+    (tmp_path / "empty").mkdir()
+    refused = run_cli("import", "--db", location, tmp_path / "empty", "--no-hype")
+    assert refused.exit_code == 1
+    assert "kept 6 document(s) whose files are missing" in refused.stderr
+    assert "rerun with --prune" in refused.stderr and "deleted 0" in refused.stdout
+    kept = run_cli("import", "--db", location, tmp_path / "empty", "--no-hype", "--no-prune",
+                   "--json")
+    assert kept.exit_code == 0
+    assert json.loads(kept.stdout)["kept_missing"] == paths
+    pruned = run_cli("import", "--db", location, tmp_path / "empty", "--no-hype", "--prune")
+    assert pruned.exit_code == 0, pruned.output
+    assert "deleting 6 document(s) whose files are gone: domains/note-0.md" in pruned.stderr
+    assert "deleted 6" in pruned.stdout
+    with KnowledgeStore.open(location, read_only=True) as s:
+        assert len(s) == 0
+
+
+def test_cli_import_names_each_deleted_document(run_cli, location, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    paths = _notes(ws, 12)
+    run_cli("import", "--db", location, ws, "--no-hype", "--embedder", "fake")
+    for rel in paths[:2]:
+        (ws / "knowledge" / rel).unlink()
+    result = run_cli("import", "--db", location, ws, "--no-hype")
+    assert result.exit_code == 0
+    assert result.stderr.strip() == ("deleting 2 document(s) whose files are gone: "
+                                     "domains/note-0.md, domains/note-1.md")

@@ -3,37 +3,28 @@ failing models, privacy.
 
 The process-level scenarios live in benchmarks/reliability.py (which runs
 them at full size); here they run with CI bounds and are marked ``slow``.
+The harness's checker reads the SQLite file with plain SQL, so these tests
+belong to the SQLite suite.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import stat
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks import reliability as rel
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.doctor import diagnose
+from kbstore.hype_jobs import select_targets
 from kbstore.ingest import make_document
 
-HARNESS_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "reliability.py"
+from .util import SLOTS, raw
 
-
-def _load_harness():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("kbstore_reliability_harness", HARNESS_PATH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-rel = _load_harness()
 slow = pytest.mark.slow
 posix_only = pytest.mark.skipif(os.name != "posix", reason="SIGKILL and file modes are POSIX")
 
@@ -68,12 +59,13 @@ def test_the_oracle_sees_half_indexed_documents(tmp_path: Path) -> None:
     rel._seed_store(db, 10)
     assert _clean(db) == {}
     with rel.open_store(db) as store:
-        store.conn.execute("DELETE FROM vectors WHERE vector_id = 32")
-        store.conn.execute("UPDATE documents SET body = 'other marker m9x9' WHERE id = 2")
+        raw(store).execute("DELETE FROM vectors WHERE vector_id = ?", (1 * SLOTS,))
+        raw(store).execute("UPDATE documents SET body = 'other marker m9x9' WHERE id = 2")
+        raw(store).execute("DELETE FROM derived WHERE doc_id = 3 AND kind = 'doc_vector'")
     counts = _clean(db)
-    assert counts["missing_doc_vector"] == 1
-    assert counts["stale_hash"] == 1
-    assert counts["half_written"] == 1
+    assert counts == {"missing_doc_vector": 1, "stale_hash": 1, "half_written": 1,
+                      "missing_hash_row": 1}
+    assert rel.damage(rel.check_store(db)) == (0, 4)
 
 
 # -- concurrency ---------------------------------------------------------------
@@ -89,6 +81,7 @@ def test_one_writer_and_four_readers_share_a_file(tmp_path: Path) -> None:
     assert stats["store_damage"] == {}
     assert stats["writer_ops"] > 0 and stats["deletes"] >= 0
     assert stats["searches"] > 0 and stats["hits_checked"] > 0
+    assert stats["snapshots_checked"] > 0
 
 
 @slow
@@ -240,10 +233,9 @@ def test_an_llm_failing_for_some_documents_only_marks_those(
     with KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(64), hype=True) as store:
         report = store.upsert_many(_docs(10))
         assert (report.added, report.hype_generated, report.hype_pending) == (10, 8, 2)
-        pending = {r[0] for r in store.conn.execute(
-            "SELECT d.path FROM derived JOIN documents d ON d.id = derived.doc_id "
-            "WHERE kind = 'hype_questions' AND status = 'pending'")}
+        pending = {doc.path for doc, _ in select_targets(store, "pending")}
         assert pending == {rel.doc_path(3), rel.doc_path(7)}
+        assert store.status()["hype_failed"] == 2
 
 
 # -- privacy -------------------------------------------------------------------
@@ -275,16 +267,19 @@ def test_an_api_key_in_an_llm_error_never_reaches_the_database_or_logs(
     fake_llm.fail_with = RuntimeError(
         f"AuthenticationError: Incorrect API key provided: {SECRET}. api_key={SECRET}")
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="kbstore")  # whatever level a CLI run left it at
     db = tmp_path / "kb.sqlite"
     with KnowledgeStore.open(db, FakeEmbedder(64), hype=True) as store:
         report = store.upsert_many(_docs(5))
         assert report.hype_pending == 5
-        errors = [r[0] for r in store.conn.execute("SELECT error FROM derived WHERE error "
-                                                   "IS NOT NULL")]
+        conn = raw(store)
+        errors = [r[0] for r in conn.execute("SELECT error FROM derived WHERE error "
+                                             "IS NOT NULL")]
         assert any("RuntimeError" in e and "[redacted]" in e for e in errors)  # kept, but...
         dump = []
-        for (table,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
-            for row in store.conn.execute(f'SELECT * FROM "{table}"'):
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                     ).fetchall():
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
                 dump += [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in row]
     assert dump and not [v for v in dump if "SECRET123" in v]  # ...never the key
     assert "SECRET123" not in caplog.text
@@ -295,21 +290,15 @@ def test_an_api_key_in_an_llm_error_never_reaches_the_database_or_logs(
 
 
 def test_the_cli_does_not_print_an_api_key_from_an_llm_error(
-        tmp_path: Path, fake_llm, sample_workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    from click.testing import CliRunner
-
-    from kbstore.cli import _register, cli
-
-    _register()
+        tmp_path: Path, fake_llm, sample_workspace: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
     fake_llm.fail_with = RuntimeError(f"Incorrect API key provided: {SECRET}")
     db = tmp_path / "kb.sqlite"
     KnowledgeStore.open(db, FakeEmbedder(64), hype=False).close()
-    runner = CliRunner()
-    result = runner.invoke(cli, ["import", "--db", str(db), "--hype", str(sample_workspace)])
+    result = run_cli("import", "--db", db, "--hype", sample_workspace)
     assert result.exit_code == 0, result.output
     assert "HyPE pending" in result.output
-    status = runner.invoke(cli, ["status", "--db", str(db), "--json"])
-    doctor = runner.invoke(cli, ["doctor", "--db", str(db), "--json"])
+    status = run_cli("status", "--db", db, "--json")
+    doctor = run_cli("doctor", "--db", db, "--json")
     for out in (result, status, doctor):
         assert "SECRET123" not in out.output + (out.stderr or "")
 

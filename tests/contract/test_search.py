@@ -1,6 +1,7 @@
 """Hybrid search behaviour (issue 3): stemming, BM25, the exact-tag
 retriever, the topic filter inside every retriever, boosts, journal decay,
-embedder fingerprints and reembed, hostile queries, the score floor."""
+embedder fingerprints and reembed, hostile queries, the score floor, and
+search arguments that are refused with InvalidQueryError."""
 
 from __future__ import annotations
 
@@ -12,11 +13,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbstore import (
+    EmbedderChangedError,
     EmbedderMismatchError,
+    EmbedderUnavailableError,
     EmptyQueryError,
     FakeEmbedder,
+    InvalidQueryError,
     KnowledgeStore,
 )
+from kbstore.doctor import diagnose
+from kbstore.ingest import make_document
+
+from .public import questions
 
 NOW = "2026-06-30T12:00:00+00:00"
 
@@ -170,39 +178,170 @@ def test_journal_decay_and_none_for_other_types(store: KnowledgeStore) -> None:
         math.exp(-math.log(2) * 0.5), abs=1e-6)
 
 
-def test_fingerprint_mismatch_is_refused(db_path, embedder: FakeEmbedder) -> None:
-    with KnowledgeStore.open(db_path, embedder, hype=False) as s:
+def test_fingerprint_mismatch_is_refused(location, embedder: FakeEmbedder) -> None:
+    with KnowledgeStore.open(location, embedder, hype=False) as s:
         s.upsert("domains/a.md", title="A", body="apples")
     with pytest.raises(EmbedderMismatchError, match="kbstore reembed"):
-        KnowledgeStore.open(db_path, FakeEmbedder(dim=32), hype=False)
+        KnowledgeStore.open(location, FakeEmbedder(dim=32), hype=False)
 
     class Renamed(FakeEmbedder):
         name = "other"
 
     with pytest.raises(EmbedderMismatchError, match="kbstore reembed"):
-        KnowledgeStore.open(db_path, Renamed(dim=64), hype=False)
-    with KnowledgeStore.open(db_path, FakeEmbedder(dim=64), hype=False) as s:
+        KnowledgeStore.open(location, Renamed(dim=64), hype=False)
+    with pytest.raises(EmbedderMismatchError, match="kbstore reembed"):
+        KnowledgeStore.open(location, FakeEmbedder(dim=32), read_only=True)
+    with KnowledgeStore.open(location, FakeEmbedder(dim=64), hype=False) as s:
         assert s.search("apples")[0].path == "domains/a.md"
 
 
-def test_reembed_to_another_dimension(db_path, embedder: FakeEmbedder) -> None:
-    with KnowledgeStore.open(db_path, embedder, hype=False) as s:
+def test_a_store_without_documents_takes_another_embedder(location) -> None:
+    """An empty store is not trapped by the first embedder it was opened with
+    (formerly: a failed nomic download left a file only nomic could open)."""
+    with KnowledgeStore.open(location, FakeEmbedder(dim=32), hype=False) as s:
+        assert s.status()["embedder"]["dim"] == 32
+    with KnowledgeStore.open(location, FakeEmbedder(dim=64), hype=False) as s:
+        assert s.status()["embedder"]["dim"] == 64  # re-stamped
+        s.upsert("domains/a.md", title="Apples", body="apple orchard")
+        assert s.search("apple orchard", explain=True)[0].explain["ranks"]["vector"] == 1
+    with pytest.raises(EmbedderMismatchError):
+        KnowledgeStore.open(location, FakeEmbedder(dim=32), hype=False)
+    with KnowledgeStore.open(location, hype=False) as s:  # deleting every document frees it
+        s.delete("domains/a.md")
+    with KnowledgeStore.open(location, FakeEmbedder(dim=32), hype=False) as s:
+        assert s.status()["embedder"]["dim"] == 32
+
+
+def test_reembed_to_another_dimension(location, embedder: FakeEmbedder) -> None:
+    with KnowledgeStore.open(location, embedder, hype=False) as s:
         s.upsert("domains/a.md", title="Apples", body="apple orchard harvest")
         s.upsert("domains/b.md", title="Boats", body="sailing boat harbour")
         bigger = FakeEmbedder(dim=128)
         assert s.reembed(bigger) == 2
-        assert bigger.calls == 2
-        sql = s.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'").fetchone()
-        assert "bit[128]" in sql[0]
-        assert s.conn.execute("SELECT DISTINCT length(embedding) FROM vector_data"
-                              ).fetchall() == [(128 * 4,)]
+        assert bigger.calls == 1 + 2  # one probe text, then the two documents
+        status = s.status()
+        assert status["embedder"] == bigger.fingerprint()
+        assert status["vectors"] == status["doc_vectors"] == 2
+        assert status["rebuild_in_progress"] is False
         hit = s.search("sailing boat", explain=True)[0]
         assert hit.path == "domains/b.md" and ranks(hit)["vector"] == 1
+        assert diagnose(s).ok
     with pytest.raises(EmbedderMismatchError):
-        KnowledgeStore.open(db_path, FakeEmbedder(dim=64), hype=False)
-    with KnowledgeStore.open(db_path, hype=False) as s:  # the stored fingerprint
+        KnowledgeStore.open(location, FakeEmbedder(dim=64), hype=False)
+    with KnowledgeStore.open(location, hype=False) as s:  # the stored fingerprint
         assert s.embedder.dim == 128
         assert s.status()["vectors"] == 2
+
+
+def test_reembed_by_name_and_back(location, embedder: FakeEmbedder) -> None:
+    with KnowledgeStore.open(location, embedder, hype=False) as s:
+        s.upsert("domains/a.md", title="Apples", body="apple orchard harvest")
+        assert s.reembed("fake", dim=16) == 1
+        assert s.status()["embedder"]["dim"] == 16
+        assert s.reembed(FakeEmbedder(64)) == 1
+        assert s.status()["embedder"] == embedder.fingerprint()
+        assert s.search("apple", explain=True)[0].explain["ranks"]["vector"] == 1
+
+
+def test_reembed_keeps_questions_and_re_embeds_them(location, fake_llm) -> None:
+    fake_llm.answer = lambda prompt: ("How do I keep the bread culture alive?"
+                                      if "Starter" in prompt else "Where do boats go?")
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=True) as s:
+        s.upsert("domains/starter.md", title="Starter", body="Refresh with flour and water.")
+        s.upsert("domains/boats.md", title="Boats", body="sailing boat harbour")
+        before = questions(s)
+        bigger = FakeEmbedder(128)
+        assert s.reembed(bigger) == 2
+        assert bigger.calls == 1 + 2 + 2  # probe, two documents, their two questions
+        assert questions(s) == before
+        assert s.status()["vectors"] == 4
+        hit = s.search("keep the bread culture alive", explain=True)[0]
+        assert hit.explain["matched_question"] == "How do I keep the bread culture alive?"
+    assert len(fake_llm.calls) == 2  # the LLM is never asked again
+
+
+class _BreaksAfter(FakeEmbedder):
+    """Works for ``good`` calls (the probe among them), then raises."""
+
+    def __init__(self, dim: int, good: int) -> None:
+        super().__init__(dim)
+        self.good = good
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        if self.good <= 0:
+            raise RuntimeError("the model crashed half way")
+        self.good -= 1
+        return super().embed_documents(texts)
+
+
+class _Useless(FakeEmbedder):
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        return super().embed_documents(texts) * float("nan")
+
+
+def _fifty(s: KnowledgeStore) -> None:
+    s.upsert_many([make_document(f"domains/d{i}.md", title=f"Note {i}",
+                                 body=f"apple orchard note {i} harvest") for i in range(50)])
+
+
+def test_a_failing_reembed_changes_nothing_and_can_be_run_again(location,
+                                                               embedder: FakeEmbedder) -> None:
+    with KnowledgeStore.open(location, embedder, hype=False) as s:
+        _fifty(s)
+        before = s.status()
+        hits = [(h.path, h.score) for h in s.search("apple harvest note 7", limit=5)]
+        with pytest.raises(RuntimeError, match="crashed"):
+            s.reembed(_BreaksAfter(128, good=2), batch_size=10)  # probe + one batch staged
+        after = s.status()
+        assert after["embedder"] == before["embedder"] == embedder.fingerprint()
+        assert (after["documents"], after["vectors"]) == (before["documents"], before["vectors"])
+        # the old vectors serve meanwhile, unchanged
+        assert [(h.path, h.score) for h in s.search("apple harvest note 7", limit=5)] == hits
+        assert diagnose(s).ok  # an interrupted rebuild is a note, not a problem
+        s.upsert("domains/later.md", title="Later", body="written after the failure")
+    with KnowledgeStore.open(location, hype=False) as s:
+        assert s.embedder.dim == 64  # the file was never switched
+        assert s.reembed(FakeEmbedder(128), batch_size=10) >= 41
+        status = s.status()
+        assert status["embedder"]["dim"] == 128 and status["doc_vectors"] == 51
+        assert status["rebuild_in_progress"] is False
+        assert s.search("written after the failure", limit=1)[0].path == "domains/later.md"
+
+
+def test_an_embedder_that_makes_no_usable_vector_is_refused_before_anything(
+        location, embedder: FakeEmbedder) -> None:
+    with KnowledgeStore.open(location, embedder, hype=False) as s:
+        s.upsert("domains/a.md", title="Apples", body="apple orchard harvest")
+        useless = _Useless(128)
+        with pytest.raises(EmbedderUnavailableError, match="nothing was changed"):
+            s.reembed(useless)
+        assert useless.calls == 1  # only the probe
+        status = s.status()
+        assert status["embedder"] == embedder.fingerprint()
+        assert status["rebuild_in_progress"] is False
+        assert s.search("apple", explain=True)[0].explain["ranks"]["vector"] == 1
+
+
+def test_a_long_lived_store_follows_or_refuses_another_process_reembed(
+        location, embedder: FakeEmbedder) -> None:
+    with KnowledgeStore.open(location, embedder, hype=False) as first:
+        first.upsert("domains/a.md", title="Apples", body="apple orchard harvest")
+    with KnowledgeStore.open(location, hype=False) as following, \
+            KnowledgeStore.open(location, FakeEmbedder(64), hype=False) as pinned:
+        with KnowledgeStore.open(location, hype=False) as other:
+            other.reembed(FakeEmbedder(128))
+        # opened from the stored fingerprint: it follows the new embedder
+        assert following.search("apple", explain=True)[0].explain["ranks"]["vector"] == 1
+        assert following.embedder.dim == 128
+        assert following.upsert("domains/b.md", title="Boats", body="sailing") == "added"
+        # opened with its own embedder: it refuses rather than mixing models
+        with pytest.raises(EmbedderChangedError, match="re-embedded"):
+            pinned.upsert("domains/c.md", title="C", body="c")
+        with pytest.raises(EmbedderChangedError):
+            pinned.search("apple")
+    with KnowledgeStore.open(location, hype=False) as s:
+        assert s.paths() == ["domains/a.md", "domains/b.md"]
+        assert diagnose(s).ok
 
 
 HOSTILE_BITS = ['"', "*", ":", "-", "^", "(", ")", "AND", "OR", "NOT", "NEAR", "NEAR/2",
@@ -252,6 +391,35 @@ def test_bad_parameters_are_rejected(store: KnowledgeStore) -> None:
         store.search("x", k_rff=10)
 
 
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"limit": 2**63}, "limit"), ({"limit": True}, "limit"), ({"limit": "5"}, "limit"),
+    ({"topic": ["projects"]}, "topic"), ({"topic": "  "}, "topic"),
+    ({"query_vector": [0.1] * 8}, "dimensions"), ({"query_vector": [float("nan")] * 64}, "NaN"),
+    ({"query_vector": "not numbers"}, "query_vector"),
+    ({"boost_skill": float("inf")}, "finite"), ({"boost_skill": 0}, "boost_skill"),
+    ({"k_rrf": -1}, "k_rrf"), ({"w_fts": -0.5}, "w_fts"), ({"min_similarity": 2.0}, "cosine"),
+    ({"vec_k_doc": 10_000}, "vec_k_doc"), ({"half_life_days": -3}, "half_life_days"),
+    ({"now": "yesterday"}, "ISO 8601"), ({"fts_limit": 0}, "fts_limit"),
+], ids=lambda v: str(v)[:40])
+def test_out_of_range_arguments_are_invalid_query_errors(store: KnowledgeStore, kwargs,
+                                                         needle: str) -> None:  # type: ignore[no-untyped-def]
+    store.upsert("domains/a.md", title="A", body="apples")
+    with pytest.raises(InvalidQueryError, match=needle):
+        store.search("apples", **kwargs)
+
+
+def test_a_query_vector_replaces_the_embedded_query(store: KnowledgeStore,
+                                                    embedder: FakeEmbedder) -> None:
+    store.upsert("domains/a.md", title="Apples", body="apple orchard harvest")
+    store.upsert("domains/b.md", title="Boats", body="sailing boat harbour")
+    vector = embedder.embed_queries(["sailing boat harbour"])[0]
+    calls = embedder.calls
+    for as_given in (vector, vector.tolist(), vector.astype("float32").tobytes()):
+        hits = store.search("words that match nothing", query_vector=as_given, explain=True)
+        assert hits[0].path == "domains/b.md" and ranks(hits[0])["vector"] == 1
+    assert embedder.calls == calls  # the query text was not embedded
+
+
 def test_min_similarity_floor(store: KnowledgeStore) -> None:
     store.upsert("domains/bees.md", title="Beekeeping", body="hive honey bees queen swarm")
     store.upsert("domains/tea.md", title="Green tea", body="steep green tea leaves briefly")
@@ -279,9 +447,9 @@ def test_explain_fields(store: KnowledgeStore) -> None:
     assert plain.explain is None and "explain" not in plain.to_dict()
 
 
-def test_hype_question_match_is_explained(tmp_path, fake_llm) -> None:
+def test_hype_question_match_is_explained(location, fake_llm) -> None:  # type: ignore[no-untyped-def]
     fake_llm.answer = lambda prompt: "How do I keep the bread culture alive?"
-    with KnowledgeStore.open(tmp_path / "h.sqlite", FakeEmbedder(64), hype=True) as s:
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=True) as s:
         s.upsert("domains/starter.md", title="Starter", body="Refresh with flour and water.")
         hit = s.search("keep the bread culture alive", explain=True)[0]
         assert hit.path == "domains/starter.md"

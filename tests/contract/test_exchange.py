@@ -1,4 +1,5 @@
-"""Export/import round trips and the picobot embeddings.npz migration.
+"""Export/import round trips, exports that never overwrite, and the picobot
+embeddings.npz migration.
 
 "Zero embedding calls" is measured with FakeEmbedder.calls (texts embedded),
 LLM calls with the fake_llm fixture.
@@ -7,24 +8,22 @@ LLM calls with the fake_llm fixture.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.embed import embedding_text
-from kbstore.exchange import (
-    ExchangeError,
-    export_jsonl,
-    export_markdown,
-    import_jsonl,
-    import_npz,
-)
+from kbstore.exchange import ExchangeError, export_jsonl, export_markdown, import_jsonl
+from kbstore.exchange_npz import import_npz
 from kbstore.ingest import parse_file, scan_workspace
+
+from .public import doc_vectors, documents, questions
 
 QUERIES = ("how do I recover when a release breaks production?", "sourdough starter feeding",
            "sqlite full text search ranking", "deploy a service", "what does the user prefer")
@@ -35,19 +34,6 @@ def titled_questions(prompt: str) -> str:
     return f"How do I apply {title}?\nWhat is {title} about?\nWhen should I read {title}?"
 
 
-def documents(store: KnowledgeStore) -> dict[str, object]:
-    return {p: store.get(p) for p in store.paths()}
-
-
-def questions(store: KnowledgeStore) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for path, q in store.conn.execute(
-            "SELECT d.path, q.question FROM hype_questions q JOIN documents d ON d.id = q.doc_id"
-            " ORDER BY d.path, q.position"):
-        out.setdefault(path, []).append(q)
-    return out
-
-
 NOW = "2026-12-01T00:00:00+00:00"  # fixed, so journal decay is the same in both stores
 
 
@@ -55,17 +41,11 @@ def results(store: KnowledgeStore) -> list[list[tuple[str, float]]]:
     return [[(h.path, h.score) for h in store.search(q, limit=10, now=NOW)] for q in QUERIES]
 
 
-def doc_vectors(store: KnowledgeStore) -> dict[str, bytes]:
-    return dict(store.conn.execute(
-        "SELECT d.path, v.embedding FROM vector_data v JOIN documents d ON d.id = v.doc_id "
-        "WHERE v.vector_id = d.id * 32"))
-
-
 @pytest.fixture
-def source(tmp_path, sample_workspace, fake_llm):
+def source(backend, sample_workspace, fake_llm):  # type: ignore[no-untyped-def]
     """The sample knowledge base with HyPE questions, in a store."""
     fake_llm.answer = titled_questions
-    with KnowledgeStore.open(tmp_path / "source.sqlite", FakeEmbedder(64), hype=True) as store:
+    with KnowledgeStore.open(backend("source"), FakeEmbedder(64), hype=True) as store:
         report = store.import_directory(sample_workspace)
         assert report.hype_generated == report.added == len(store)
         yield store
@@ -74,7 +54,7 @@ def source(tmp_path, sample_workspace, fake_llm):
 # -- JSONL ---------------------------------------------------------------------
 
 
-def test_jsonl_round_trip_is_identical(tmp_path, source, fake_llm):
+def test_jsonl_round_trip_is_identical(tmp_path, backend, source, fake_llm):  # type: ignore[no-untyped-def]
     out = tmp_path / "kb.jsonl"
     assert export_jsonl(source, out) == len(source)
     first = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
@@ -82,7 +62,7 @@ def test_jsonl_round_trip_is_identical(tmp_path, source, fake_llm):
                           "body", "questions", "questions_model"}
     llm_calls = len(fake_llm.calls)
     embedder = FakeEmbedder(64)
-    with KnowledgeStore.open(tmp_path / "copy.sqlite", embedder, hype=True) as copy:
+    with KnowledgeStore.open(backend("copy"), embedder, hype=True) as copy:
         report = import_jsonl(copy, out)
         assert report.documents == report.write.added == len(source)
         assert len(fake_llm.calls) == llm_calls  # questions came along: no LLM
@@ -95,7 +75,8 @@ def test_jsonl_round_trip_is_identical(tmp_path, source, fake_llm):
         assert import_jsonl(copy, out).write.unchanged == len(source)  # idempotent
 
 
-def test_jsonl_with_vectors_and_same_fingerprint_embeds_nothing(tmp_path, source, fake_llm):
+def test_jsonl_with_vectors_and_same_fingerprint_embeds_nothing(tmp_path, backend, source,
+                                                                fake_llm):  # type: ignore[no-untyped-def]
     out = tmp_path / "kb.jsonl"
     export_jsonl(source, out, include_vectors=True)
     record = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
@@ -103,7 +84,7 @@ def test_jsonl_with_vectors_and_same_fingerprint_embeds_nothing(tmp_path, source
     assert len(record["vectors"]["doc"]) == 64
     assert len(record["vectors"]["questions"]) == len(record["questions"]) == 3
     embedder = FakeEmbedder(64)
-    with KnowledgeStore.open(tmp_path / "copy.sqlite", embedder, hype=True) as copy:
+    with KnowledgeStore.open(backend("copy"), embedder, hype=True) as copy:
         report = import_jsonl(copy, out)
         assert embedder.calls == 0
         assert report.reused_vectors == len(source) and report.embedded == 0
@@ -111,11 +92,11 @@ def test_jsonl_with_vectors_and_same_fingerprint_embeds_nothing(tmp_path, source
         assert results(copy) == results(source)
 
 
-def test_jsonl_vectors_from_another_model_are_not_reused(tmp_path, source):
+def test_jsonl_vectors_from_another_model_are_not_reused(tmp_path, backend, source):  # type: ignore[no-untyped-def]
     out = tmp_path / "kb.jsonl"
     export_jsonl(source, out, include_vectors=True)
     embedder = FakeEmbedder(32)  # another fingerprint (dimension)
-    with KnowledgeStore.open(tmp_path / "copy.sqlite", embedder, hype=False) as copy:
+    with KnowledgeStore.open(backend("copy"), embedder, hype=False) as copy:
         report = import_jsonl(copy, out)
         assert report.fingerprint_mismatch == len(source)
         assert report.reused_vectors == 0 and report.embedded == len(source)
@@ -123,24 +104,52 @@ def test_jsonl_vectors_from_another_model_are_not_reused(tmp_path, source):
         assert documents(copy) == documents(source)
 
 
-def test_jsonl_bad_input_names_the_line(tmp_path, store):
+def test_jsonl_bad_records_are_skipped_with_line_and_reason(tmp_path, store):  # type: ignore[no-untyped-def]
+    """One bad record costs that record only (formerly the first one stopped
+    the import after the batches before it were committed)."""
     bad = tmp_path / "bad.jsonl"
-    good = {"path": "projects/a.md", "title": "A", "body": "a"}
-    bad.write_text(json.dumps(good) + "\n{not json\n", encoding="utf-8")
-    with pytest.raises(ExchangeError, match=r"bad.jsonl:2"):
-        import_jsonl(store, bad)
-    bad.write_text(json.dumps({"path": "../escape.md", "title": "x", "body": "y"}) + "\n")
-    with pytest.raises(ExchangeError, match=r"bad.jsonl:1"):
-        import_jsonl(store, bad)
-    bad.write_text(json.dumps({"path": "projects/b.md", "body": "y"}) + "\n")
-    with pytest.raises(ExchangeError, match="title"):
-        import_jsonl(store, bad)
+    good = [{"path": f"projects/g{i}.md", "title": f"G{i}", "body": f"good {i}"} for i in range(3)]
+    lines = [json.dumps(good[0]), "{not json",
+             json.dumps({"path": "../escape.md", "title": "x", "body": "y"}),
+             json.dumps({"path": "projects/b.md", "body": "no title"}),
+             json.dumps(good[1]),
+             json.dumps({"path": "projects/q.md", "title": "Q", "body": "q", "questions": 5}),
+             json.dumps({"path": "projects/t.md", "title": "T", "body": "t", "tags": {"a": 1}}),
+             json.dumps({"path": "projects/v.md", "title": "V", "body": "v", "vectors": [1, 2]}),
+             json.dumps({"path": "projects/e.md", "title": "E", "body": "e", "extra": "x"}),
+             json.dumps([1, 2, 3]), "", json.dumps(good[2])]
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = import_jsonl(store, bad)
+    reasons = {s.path: s.reason for s in report.skipped}
+    assert set(reasons) == {f"{bad}:{n}" for n in (2, 3, 4, 6, 7, 8, 9, 10)}
+    assert reasons[f"{bad}:2"].startswith("not JSON")
+    assert "title" in reasons[f"{bad}:4"] and "questions" in reasons[f"{bad}:6"]
+    assert "expected a JSON object" in reasons[f"{bad}:10"]
+    assert report.documents == report.write.added == 3
+    assert store.paths() == ["projects/g0.md", "projects/g1.md", "projects/g2.md"]
+
+
+def test_jsonl_unusable_vectors_are_embedded_instead(tmp_path, source, backend):  # type: ignore[no-untyped-def]
+    out = tmp_path / "kb.jsonl"
+    export_jsonl(source, out, include_vectors=True)
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    records[0]["vectors"]["doc"] = [float("nan")] * 64
+    records[1]["vectors"]["doc"] = [0.0] * 64
+    records[2]["vectors"]["doc"] = {"not": "a list"}
+    records[3]["vectors"]["doc"] = [1.0] * 8
+    out.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    embedder = FakeEmbedder(64)
+    with KnowledgeStore.open(backend("copy"), embedder, hype=False) as copy:
+        report = import_jsonl(copy, out)
+        assert report.skipped == [] and report.documents == len(source)
+        assert report.reused_vectors == len(source) - 4 and report.embedded == 4
+        assert doc_vectors(copy) == doc_vectors(source)
 
 
 # -- markdown ---------------------------------------------------------------------
 
 
-def test_markdown_export_reimports_to_the_same_documents(tmp_path, source):
+def test_markdown_export_reimports_to_the_same_documents(tmp_path, backend, source):  # type: ignore[no-untyped-def]
     out = tmp_path / "exported"
     report = export_markdown(source, out)
     assert report.written == len(source) and report.outside_layout == []
@@ -150,14 +159,32 @@ def test_markdown_export_reimports_to_the_same_documents(tmp_path, source):
     assert text.startswith("---\ntitle: picobot architecture with adapters, an agent loop and "
                            "tools\ntopic: projects\ntags: [picobot, architecture, python]\n"
                            "created: 2026-08-04\nupdated: 2026-11-02\n---\n")
-    with KnowledgeStore.open(tmp_path / "md.sqlite", FakeEmbedder(64), hype=False) as copy:
+    with KnowledgeStore.open(backend("md"), FakeEmbedder(64), hype=False) as copy:
         copy.import_directory(out)
         assert documents(copy) == documents(source)
     with pytest.raises(ExchangeError, match="not an empty folder"):
         export_markdown(source, out)
 
 
-def test_markdown_reports_documents_outside_picobots_layout(tmp_path, store):
+def test_markdown_export_writes_picobots_skill_files_back_as_they_were(
+        tmp_path, store, sample_workspace):  # type: ignore[no-untyped-def]
+    """A SKILL.md keeps its own frontmatter (name, description): formerly the
+    description moved into the body and `tags: []` was added."""
+    store.import_directory(sample_workspace)
+    export_markdown(store, tmp_path / "out")
+    originals = sorted((sample_workspace / "skills").glob("*/SKILL.md"))
+    assert len(originals) == 3
+    for original in originals:
+        exported = tmp_path / "out" / "skills" / original.parent.name / "SKILL.md"
+        assert exported.read_text("utf-8") == original.read_text("utf-8"), original.parent.name
+    for original in sorted((sample_workspace / "knowledge").rglob("*.md")):
+        if original.name == "README.md":
+            continue
+        exported = tmp_path / "out" / original.relative_to(sample_workspace)
+        assert exported.read_text("utf-8") == original.read_text("utf-8"), original.name
+
+
+def test_markdown_reports_documents_outside_picobots_layout(tmp_path, store):  # type: ignore[no-untyped-def]
     store.upsert("notes/loose.md", title="Loose", body="Not in a topic folder.")
     report = export_markdown(store, tmp_path / "out")
     assert report.outside_layout == ["notes/loose.md"]
@@ -196,7 +223,8 @@ def write_npz(path: Path, docs: dict[str, object], embedder: FakeEmbedder, *,
     np.savez_compressed(path, **arrays)
 
 
-def test_npz_fresh_vectors_are_reused_and_stale_ones_reembedded(tmp_path, sample_workspace):
+def test_npz_fresh_vectors_are_reused_and_stale_ones_reembedded(tmp_path, backend,
+                                                               sample_workspace):  # type: ignore[no-untyped-def]
     docs = knowledge_docs(sample_workspace)
     hype = {"domains/docker-basics.md": ["How do I build an image?", "What is a volume?"],
             "self/memory-hygiene.md": ["When should I forget something?"]}
@@ -209,7 +237,7 @@ def test_npz_fresh_vectors_are_reused_and_stale_ones_reembedded(tmp_path, sample
         file.write_text(file.read_text("utf-8") + "\nOne more line.\n", encoding="utf-8")
 
     embedder = FakeEmbedder(64)
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", embedder, hype=False) as store:
+    with KnowledgeStore.open(backend(), embedder, hype=False) as store:
         report = import_npz(store, sample_workspace, npz)
         skills = 3  # skills/ is not in picobot's sidecar
         assert report.entries == len(docs) + 1
@@ -222,7 +250,7 @@ def test_npz_fresh_vectors_are_reused_and_stale_ones_reembedded(tmp_path, sample
         assert report.reconcile.added == len(store) == len(docs) + skills
         assert questions(store) == hype
 
-        with KnowledgeStore.open(tmp_path / "plain.sqlite", FakeEmbedder(64),
+        with KnowledgeStore.open(backend("plain"), FakeEmbedder(64),
                                  hype=False) as plain:
             plain.import_directory(sample_workspace)
             assert doc_vectors(store) == doc_vectors(plain)
@@ -234,12 +262,12 @@ def test_npz_fresh_vectors_are_reused_and_stale_ones_reembedded(tmp_path, sample
         assert store.import_directory(sample_workspace).embedded == 0
 
 
-def test_npz_questions_spare_the_llm(tmp_path, sample_workspace, fake_llm):
+def test_npz_questions_spare_the_llm(tmp_path, backend, sample_workspace, fake_llm):  # type: ignore[no-untyped-def]
     docs = knowledge_docs(sample_workspace)
     hype = {rel: [f"What does {rel} say?"] for rel in list(docs)[:5]}
     npz = tmp_path / "embeddings.npz"
     write_npz(npz, docs, FakeEmbedder(64), hype=hype)
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(64), hype=True) as store:
+    with KnowledgeStore.open(backend(), FakeEmbedder(64), hype=True) as store:
         report = import_npz(store, sample_workspace, npz)
         asked = {re.search(r"^Title: (.*)$", c["messages"][0]["content"], re.M).group(1)
                  for c in fake_llm.calls}
@@ -248,12 +276,12 @@ def test_npz_questions_spare_the_llm(tmp_path, sample_workspace, fake_llm):
         assert not asked & {docs[rel].title for rel in hype}
 
 
-def test_npz_of_another_dimension_is_reported_and_embedded(tmp_path, sample_workspace):
+def test_npz_of_another_dimension_is_reported_and_embedded(tmp_path, backend, sample_workspace):  # type: ignore[no-untyped-def]
     docs = knowledge_docs(sample_workspace)
     npz = tmp_path / "embeddings.npz"
     write_npz(npz, docs, FakeEmbedder(32))
     embedder = FakeEmbedder(64)
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", embedder, hype=False) as store:
+    with KnowledgeStore.open(backend(), embedder, hype=False) as store:
         report = import_npz(store, sample_workspace, npz)
         assert report.mismatched_dimension == len(docs)
         assert report.imported_vectors == 0
@@ -267,13 +295,14 @@ class AsymmetricFake(FakeEmbedder):
         return {**super().fingerprint(), "document_prefix": "doc:", "query_prefix": "query:"}
 
 
-def test_npz_question_vectors_reembedded_for_an_asymmetric_model(tmp_path, sample_workspace):
+def test_npz_question_vectors_reembedded_for_an_asymmetric_model(tmp_path, backend,
+                                                                 sample_workspace):  # type: ignore[no-untyped-def]
     docs = knowledge_docs(sample_workspace)
     hype = {"domains/docker-basics.md": ["How do I build an image?", "What is a volume?"]}
     npz = tmp_path / "embeddings.npz"
     write_npz(npz, docs, FakeEmbedder(64), hype=hype)
     embedder = AsymmetricFake(64)
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", embedder, hype=False) as store:
+    with KnowledgeStore.open(backend(), embedder, hype=False) as store:
         report = import_npz(store, sample_workspace, npz)
         assert report.imported_questions == 2 and report.reused_question_vectors == 0
         # The sidecar's question vectors were made as documents; only the two
@@ -282,13 +311,13 @@ def test_npz_question_vectors_reembedded_for_an_asymmetric_model(tmp_path, sampl
         assert questions(store) == hype
 
 
-def test_npz_accepts_picobots_raw_body_hash(tmp_path, sample_workspace):
+def test_npz_accepts_picobots_raw_body_hash(tmp_path, backend, sample_workspace):  # type: ignore[no-untyped-def]
     docs = knowledge_docs(sample_workspace)
     rel = "domains/docker-basics.md"
     raw = (sample_workspace / "knowledge" / rel).read_text("utf-8").split("---", 2)[2]
     npz = tmp_path / "embeddings.npz"
     write_npz(npz, docs, FakeEmbedder(64), hashes={rel: hashlib.md5(raw.encode()).hexdigest()})
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(64), hype=False) as store:
+    with KnowledgeStore.open(backend(), FakeEmbedder(64), hype=False) as store:
         report = import_npz(store, sample_workspace, npz)
         assert report.stale == 0 and report.imported_vectors == len(docs)
 
@@ -309,6 +338,19 @@ def test_npz_bad_files_are_refused(tmp_path, sample_workspace, store):
              doc_ids=np.array(["projects/x.md"], dtype=object), content_hashes=np.array(["x"]))
     with pytest.raises(ExchangeError, match="allow-pickle"):
         import_npz(store, sample_workspace, bad)
+    # A small file whose array header claims 400 MB is refused before numpy allocates it.
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": (100_000_000,)})
+    with zipfile.ZipFile(bad, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("vectors.npy", header.getvalue() + bytes(64))
+        for name, value in (("doc_ids", np.array(["projects/x.md"])),
+                            ("content_hashes", np.array(["x"]))):
+            buffer = io.BytesIO()
+            np.save(buffer, value)
+            archive.writestr(f"{name}.npy", buffer.getvalue())
+    with pytest.raises(ExchangeError, match="claims|expand"):
+        import_npz(store, sample_workspace, bad)
     assert len(store) == 0  # nothing was written
 
 
@@ -316,23 +358,15 @@ def test_npz_bad_files_are_refused(tmp_path, sample_workspace, store):
 
 
 @pytest.fixture
-def run():
-    from kbstore.cli import _register, cli
-
-    _register()
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-    return invoke
+def run(run_cli):  # type: ignore[no-untyped-def]
+    return run_cli
 
 
-def test_cli_import_npz_export_and_import_jsonl(tmp_path, sample_workspace, run):
+def test_cli_import_npz_export_and_import_jsonl(tmp_path, backend, sample_workspace, run):  # type: ignore[no-untyped-def]
     docs = knowledge_docs(sample_workspace)
     npz = tmp_path / "embeddings.npz"
     write_npz(npz, docs, FakeEmbedder(64))
-    db = tmp_path / "kb.sqlite"
+    db = backend()
     result = run("import-npz", "--db", db, "--workspace", sample_workspace, npz,
                  "--embedder", "fake", "--no-hype")
     assert result.exit_code == 0, result.output
@@ -342,7 +376,7 @@ def test_cli_import_npz_export_and_import_jsonl(tmp_path, sample_workspace, run)
     out = tmp_path / "kb.jsonl"
     result = run("export", "--db", db, "--format", "jsonl", out, "--vectors")
     assert result.exit_code == 0 and f"exported {len(docs) + 3} document(s)" in result.output
-    result = run("import-jsonl", "--db", tmp_path / "copy.sqlite", out, "--embedder", "fake",
+    result = run("import-jsonl", "--db", backend("copy"), out, "--embedder", "fake",
                  "--no-hype", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -352,20 +386,77 @@ def test_cli_import_npz_export_and_import_jsonl(tmp_path, sample_workspace, run)
     assert result.exit_code == 0 and f"wrote {len(docs) + 3} file(s)" in result.output
 
 
-def test_cli_errors_exit_1_with_one_line(tmp_path, sample_workspace, run):
-    db = tmp_path / "kb.sqlite"
+def test_cli_errors_exit_1_with_one_line(tmp_path, backend, sample_workspace, run):  # type: ignore[no-untyped-def]
+    db = backend()
     result = run("import-npz", "--db", db, "--workspace", sample_workspace, tmp_path / "no.npz")
     assert result.exit_code == 1 and "no npz file" in result.output
-    assert not db.exists()  # nothing created for a failed command
+    assert not backend.exists(db)  # nothing created for a failed command
     (tmp_path / "bad.npz").write_bytes(b"junk")
     result = run("import-npz", "--db", db, "--workspace", sample_workspace,
                  tmp_path / "bad.npz", "--embedder", "fake", "--no-hype")
     assert result.exit_code == 1 and "not a readable npz" in result.output
-    result = run("export", "--db", tmp_path / "missing.sqlite", "--format", "jsonl", "x.jsonl")
+    missing = backend.missing()
+    result = run("export", "--db", missing, "--format", "jsonl", tmp_path / "x.jsonl")
     assert result.exit_code == 1 and "no database" in result.output
-    (tmp_path / "bad.jsonl").write_text("{oops\n", encoding="utf-8")
-    result = run("import-jsonl", "--db", db, tmp_path / "bad.jsonl", "--embedder", "fake")
-    assert result.exit_code == 1 and "bad.jsonl:1" in result.output
+    assert not backend.exists(missing) and not (tmp_path / "x.jsonl").exists()
     result = run("export", "--db", db, "--format", "markdown", sample_workspace)
     assert result.exit_code == 1 and "not an empty folder" in result.output
     assert "--vectors" in run("export", "--help").output
+
+
+def test_cli_import_jsonl_skips_a_bad_record_and_says_where(tmp_path, backend, run):  # type: ignore[no-untyped-def]
+    db = backend()
+    (tmp_path / "bad.jsonl").write_text(
+        "{oops\n" + json.dumps({"path": "projects/a.md", "title": "A", "body": "a"}) + "\n",
+        encoding="utf-8")
+    result = run("import-jsonl", "--db", db, tmp_path / "bad.jsonl", "--embedder", "fake",
+                 "--no-hype")
+    assert result.exit_code == 0, result.output
+    assert "skipped 1 record(s)" in result.stdout and "added 1" in result.stdout
+    assert f"skipped {tmp_path / 'bad.jsonl'}:1: not JSON" in result.stderr
+    piped = run("import-jsonl", "--db", db, "-", "--json",
+                input=json.dumps({"path": "projects/b.md", "title": "B", "body": "b"}) + "\n")
+    assert piped.exit_code == 0 and json.loads(piped.stdout)["write"]["added"] == 1
+
+
+def test_export_never_overwrites_an_existing_file_unless_forced(tmp_path, location, store,
+                                                                run):  # type: ignore[no-untyped-def]
+    store.upsert("projects/a.md", title="A", body="exported")
+    target = tmp_path / "notes.jsonl"
+    target.write_text("my own notes\n", encoding="utf-8")
+    with pytest.raises(ExchangeError, match="exists"):
+        export_jsonl(store, target)
+    refused = run("export", "--db", location, "--format", "jsonl", target)
+    assert refused.exit_code == 1 and "--force" in refused.output
+    assert target.read_text(encoding="utf-8") == "my own notes\n"
+    assert not list(tmp_path.glob(".*.tmp"))  # no temp file left behind
+    forced = run("export", "--db", location, "--format", "jsonl", target, "--force")
+    assert forced.exit_code == 0 and "exported 1 document(s)" in forced.output
+    assert json.loads(target.read_text(encoding="utf-8"))["body"] == "exported"
+    assert export_jsonl(store, target, overwrite=True) == 1
+    with pytest.raises(ExchangeError, match="folder"):
+        export_jsonl(store, tmp_path / "missing" / "x.jsonl")
+    with pytest.raises(ExchangeError, match="folder"):
+        export_jsonl(store, tmp_path)
+    stdout = run("export", "--db", location, "--format", "jsonl", "-")
+    assert stdout.exit_code == 0 and json.loads(stdout.output)["path"] == "projects/a.md"
+
+
+def test_a_failing_export_leaves_neither_a_half_file_nor_a_temp_file(tmp_path, store,
+                                                                    monkeypatch):  # type: ignore[no-untyped-def]
+    from kbstore import exchange
+
+    for i in range(5):
+        store.upsert(f"projects/{i}.md", title=f"T{i}", body=f"b{i}")
+    real = exchange.document_records
+
+    def breaks_half_way(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for n, record in enumerate(real(*args, **kwargs)):
+            if n == 3:
+                raise OSError("disk full")
+            yield record
+
+    monkeypatch.setattr(exchange, "document_records", breaks_half_way)
+    with pytest.raises(OSError, match="disk full"):
+        export_jsonl(store, tmp_path / "out.jsonl")
+    assert list(tmp_path.iterdir()) == []

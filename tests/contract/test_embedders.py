@@ -1,5 +1,6 @@
 """Embedders: nomic's calls (with nomic.embed.text monkeypatched, as seed 000
-suggests: no model, no network), the registry, and the offline MiniLM."""
+suggests: no model, no network), its model folder from Settings, the
+registry and its dimension checks, and the offline MiniLM."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbstore import EmbedderUnavailableError, FakeEmbedder, KBStoreError, get_embedder
+from kbstore import (
+    EmbedderUnavailableError,
+    FakeEmbedder,
+    KBStoreError,
+    KnowledgeStore,
+    Settings,
+    get_embedder,
+)
 from kbstore.embed_nomic import GGUF, MODEL_DIR_ENV, NomicEmbedder
+from kbstore.embedders import embedder_from_fingerprint
 
 
 @pytest.fixture
@@ -42,20 +51,29 @@ def test_nomic_task_types_dimension_and_normalisation(nomic_calls: list[dict]) -
                                  "query_prefix": "search_query"}
 
 
-def test_nomic_model_dir_disables_downloads(nomic_calls: list[dict], tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nomic_model_dir_comes_from_settings_and_disables_downloads(
+        nomic_calls: list[dict], tmp_path: Path, location: str,  # type: ignore[type-arg]
+        monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / GGUF).write_bytes(b"gguf")
     monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path))
-    NomicEmbedder().embed_documents(["x"])
+    assert Settings.from_env().nomic_model_dir == str(tmp_path)  # read there, once
+    with KnowledgeStore.open(location, "nomic", hype=False, dim=64) as store:
+        store.upsert("projects/a.md", title="A", body="offline")
     assert nomic_calls[0]["model_path"] == str(tmp_path)
     assert nomic_calls[0]["allow_download"] is False
+    with KnowledgeStore.open(location, hype=False) as store:  # from the stored fingerprint
+        assert store.search("offline", limit=1)[0].path == "projects/a.md"
+    assert nomic_calls[-1]["task_type"] == "search_query"
+    assert nomic_calls[-1]["model_path"] == str(tmp_path)
+    # The class itself reads no environment: only Settings does.
+    NomicEmbedder().embed_documents(["x"])
+    assert "model_path" not in nomic_calls[-1]
 
 
 def test_nomic_model_dir_without_the_file_is_a_clear_error(
-        nomic_calls: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path))
+        nomic_calls: list[dict], tmp_path: Path) -> None:  # type: ignore[type-arg]
     with pytest.raises(EmbedderUnavailableError, match=GGUF):
-        NomicEmbedder().embed_documents(["x"])
+        NomicEmbedder(model_dir=str(tmp_path)).embed_documents(["x"])
     assert nomic_calls == []
 
 
@@ -78,6 +96,27 @@ def test_nomic_rejects_bad_settings() -> None:
         NomicEmbedder(dim=300)
     with pytest.raises(ValueError, match="inference_mode"):
         NomicEmbedder(inference_mode="cloud")
+
+
+@pytest.mark.parametrize("name, dim, needle", [
+    ("minilm", 128, "minilm always makes 384"), ("fake", 0, "positive integer"),
+    ("fake", -8, "positive integer"), ("fake", 12, "multiple of 8"), ("fake", 4104, "8..4096"),
+    ("nomic", 300, "nomic dimension"), ("fake", True, "positive integer"),
+    ("fake", 8.0, "positive integer"),
+])
+def test_the_registry_refuses_a_dimension_the_model_cannot_make(name: str, dim, needle: str
+                                                                ) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(KBStoreError, match=needle):
+        get_embedder(name, dim=dim)
+
+
+def test_the_registry_rebuilds_an_embedder_from_its_fingerprint() -> None:
+    assert get_embedder("minilm", dim=384).dim == 384
+    for embedder in (FakeEmbedder(48), NomicEmbedder(dim=256), get_embedder("minilm")):
+        again = embedder_from_fingerprint(embedder.fingerprint())
+        assert type(again) is type(embedder) and again.fingerprint() == embedder.fingerprint()
+    with pytest.raises(KBStoreError, match="damaged"):
+        embedder_from_fingerprint({"dim": 64})
 
 
 def test_registry_and_fake_embedder_are_deterministic() -> None:

@@ -1,12 +1,15 @@
 """Hostile input: queries that try FTS5 syntax, NUL, huge strings and every
 script; files that are broken, binary, huge or point outside the root; paths
-that try to leave it. Nothing raises but the documented errors, and nothing
-already stored changes."""
+that try to leave it, frontmatter that YAML parses into surprises. Nothing
+raises but the documented errors, one bad file costs that file only, and
+nothing already stored changes."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,8 @@ from hypothesis import strategies as st
 
 from kbstore import EmptyQueryError, FakeEmbedder, InvalidDocumentError, KnowledgeStore
 from kbstore.doctor import diagnose
+
+from .public import snapshot
 
 FTS_SYNTAX = ['AND', 'OR', 'NOT', 'NEAR', 'NEAR(', 'NEAR/2', '(', ')', '"', "'", '*', '^', ':',
               '-', '+', '{', '}', 'title:', 'tags :', '{title body}:', 'rank', 'bm25', ';',
@@ -36,9 +41,8 @@ queries = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def hostile_store(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    path = tmp_path_factory.mktemp("hostile") / "kb.sqlite"
-    with KnowledgeStore.open(path, FakeEmbedder(64), hype=False) as store:
+def hostile_store(backend):  # type: ignore[no-untyped-def]
+    with KnowledgeStore.open(backend("hostile"), FakeEmbedder(64), hype=False) as store:
         for i, text in enumerate(SCRIPTS[:12] + ["deploy rollback notes", "sqlite fts5 ranking"]):
             store.upsert(f"domains/doc-{i}.md", title=f"doc {i} {text}", body=f"{text} body {i}",
                          tags=[text.strip() or "blank"])
@@ -85,11 +89,6 @@ def test_query_fts5_syntax_is_data_not_syntax(hostile_store) -> None:  # type: i
 # -- hostile files ---------------------------------------------------------------
 
 
-def _snapshot(store: KnowledgeStore) -> list[tuple[Any, ...]]:
-    return store.conn.execute("SELECT path, title, body, tags, topic, doc_type, created, "
-                              "updated, content_hash FROM documents ORDER BY path").fetchall()
-
-
 def _write(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(data, bytes):
@@ -111,12 +110,12 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.mark.skipif(os.name != "posix", reason="symlinks and raw byte file names")
 def test_hostile_files_are_skipped_with_a_reason_and_change_nothing(
-        tmp_path: Path, workspace: Path) -> None:
-    db = tmp_path / "kb.sqlite"
+        tmp_path: Path, workspace: Path, location: str) -> None:
+    db = location
     with KnowledgeStore.open(db, FakeEmbedder(64), hype=False) as store:
         first = store.import_directory(workspace)
         assert (first.added, first.skipped) == (3, [])
-        before = _snapshot(store)
+        before = snapshot(store)
 
     k = workspace / "knowledge"
     outside = tmp_path / "outside"
@@ -137,7 +136,7 @@ def test_hostile_files_are_skipped_with_a_reason_and_change_nothing(
     with KnowledgeStore.open(db, FakeEmbedder(64), hype=False) as store:
         report = store.import_directory(workspace)
         reasons = {s.path: s.reason for s in report.skipped}
-        after = _snapshot(store)
+        after = snapshot(store)
         assert diagnose(store).ok
     assert after == before  # nothing stored changed, nothing was added or deleted
     assert (report.added, report.updated, report.deleted) == (0, 0, 0)
@@ -155,35 +154,28 @@ def test_hostile_files_are_skipped_with_a_reason_and_change_nothing(
     assert not any("secret" in p or "linked-dir" in p for p in store_paths(db))
 
 
-def store_paths(db: Path) -> list[str]:
+def store_paths(db: str) -> list[str]:
     with KnowledgeStore.open(db, FakeEmbedder(64), hype=False) as store:
         return store.paths()
 
 
 @pytest.mark.skipif(os.name != "posix", reason="symlinks")
 def test_cli_import_prints_each_skipped_file_and_its_reason(
-        tmp_path: Path, workspace: Path) -> None:
-    from click.testing import CliRunner
-
-    from kbstore.cli import _register, cli
-
-    _register()
+        tmp_path: Path, workspace: Path, location: str, run_cli) -> None:  # type: ignore[no-untyped-def]
     k = workspace / "knowledge"
     _write(k / "projects" / "broken-yaml.md", "---\ntitle: [unclosed\n---\nbody\n")
     _write(k / "projects" / "binary.md", b"\x00\x01\x02")
     _write(tmp_path / "outside.md", "# outside\n")
     (k / "projects" / "escape.md").symlink_to(tmp_path / "outside.md")
-    db = tmp_path / "kb.sqlite"
+    db = location
     KnowledgeStore.open(db, FakeEmbedder(64), hype=False).close()
-    runner = CliRunner()
-    result = runner.invoke(cli, ["import", "--db", str(db), "--no-hype", str(workspace)])
+    result = run_cli("import", "--db", db, "--no-hype", workspace)
     assert result.exit_code == 0, result.output
     assert "added 3" in result.stdout and "skipped 3" in result.stdout
     assert "skipped projects/broken-yaml.md: broken YAML" in result.stderr
     assert "skipped projects/binary.md: binary content" in result.stderr
     assert "skipped projects/escape.md: symlink points outside the root" in result.stderr
-    as_json = runner.invoke(cli, ["import", "--db", str(db), "--no-hype", "--json",
-                                  str(workspace)])
+    as_json = run_cli("import", "--db", db, "--no-hype", "--json", workspace)
     skipped = {s["path"]: s["reason"] for s in json.loads(as_json.stdout)["skipped"]}
     assert set(skipped) == {"projects/broken-yaml.md", "projects/binary.md",
                             "projects/escape.md"}
@@ -196,11 +188,11 @@ def test_cli_import_prints_each_skipped_file_and_its_reason(
 ])
 def test_upsert_refuses_paths_that_leave_the_root(store, path: str) -> None:  # type: ignore[no-untyped-def]
     store.upsert("projects/existing.md", title="Existing", body="kept as is")
-    before = _snapshot(store)
+    before = snapshot(store)
     with pytest.raises(InvalidDocumentError) as info:
         store.upsert(path, title="evil", body="evil")
     assert "path" in str(info.value)
-    assert _snapshot(store) == before
+    assert snapshot(store) == before
 
 
 @pytest.mark.parametrize("field", ["title", "body", "tags"])
@@ -218,3 +210,69 @@ def test_a_large_body_through_the_api_is_stored_whole(store) -> None:  # type: i
     assert store.upsert("projects/big.md", title="Big", body=body) == "added"
     assert store.get("projects/big.md").body == body
     assert store.search("word", limit=1)[0].path == "projects/big.md"
+
+
+# -- frontmatter YAML parses into surprises -----------------------------------------------
+
+BAD_FRONTMATTER = {
+    "impossible-date.md": "---\ntitle: Leap\ncreated: 2024-02-30\n---\nbody\n",
+    "impossible-month.md": "---\ntitle: Month\nupdated: 2024-13-01\n---\nbody\n",
+    "bad-int.md": "---\ntitle: !!int abc\n---\nbody\n",
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_FRONTMATTER))
+def test_frontmatter_yaml_cannot_construct_costs_that_file_only(store, workspace: Path,
+                                                                name: str) -> None:  # type: ignore[no-untyped-def]
+    """A value YAML cannot build (Feb 30th, month 13, !!int abc) is that
+    file's problem: it is skipped with a reason, every other file imported."""
+    _write(workspace / "knowledge" / "domains" / name, BAD_FRONTMATTER[name])
+    report = store.import_directory(workspace)
+    assert report.added == 3
+    assert [s.path for s in report.skipped] == [f"domains/{name}"]
+    assert report.skipped[0].reason
+    assert store.get(f"domains/{name}") is None
+
+
+def test_a_utf8_bom_does_not_hide_the_frontmatter(store, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    _write(workspace / "knowledge" / "domains" / "bom.md",
+           b"\xef\xbb\xbf---\ntitle: Written on Windows\ntags: [bom]\n---\nbody\n")
+    store.import_directory(workspace)
+    doc = store.get("domains/bom.md")
+    assert doc is not None and (doc.title, doc.tags) == ("Written on Windows", ["bom"])
+
+
+def test_a_yaml_alias_bomb_does_not_become_a_huge_title(store, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for name, prev in zip("bcde", "abcd", strict=True):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    text = "---\n" + "\n".join(lines) + "\ntitle: *e\n---\nbody\n"
+    assert len(text) < 300
+    _write(workspace / "knowledge" / "domains" / "bomb.md", text)
+    report = store.import_directory(workspace)
+    doc = store.get("domains/bomb.md")
+    if doc is None:  # skipped, with a reason
+        assert [s.path for s in report.skipped] == ["domains/bomb.md"]
+    else:  # or stored with a sane title
+        assert len(doc.title) <= 1000 and len(doc.body) < 1000
+    assert report.added >= 3
+
+
+def test_a_set_of_tags_is_the_same_document_in_every_process(location: str,
+                                                             workspace: Path) -> None:
+    """YAML's !!set is a Python set: its order follows the process's string
+    hash seed. Formerly every `kbstore import` re-embedded such a file."""
+    _write(workspace / "knowledge" / "domains" / "set.md",
+           "---\ntitle: Set tags\ntags: !!set {delta: null, alpha: null, charlie: null, "
+           "bravo: null}\n---\nbody\n")
+    reports = []
+    for seed in ("1", "2", "3", "4"):
+        done = subprocess.run(
+            [sys.executable, "-m", "kbstore", "import", "--db", location, str(workspace),
+             "--no-hype", "--embedder", "fake", "--json"],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": seed})
+        assert done.returncode == 0, done.stderr
+        reports.append(json.loads(done.stdout))
+    assert reports[0]["added"] == 4
+    assert [(r["updated"], r["embedded"]) for r in reports[1:]] == [(0, 0)] * 3
