@@ -21,6 +21,7 @@ from typing import Any
 
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
+from .backends import is_url
 from .files import atomic_write, render_markdown
 from .ingest import TOPICS, make_document, normalize_tags, parse_file
 
@@ -138,8 +139,11 @@ class KnowledgeBase:
             self.root = ws
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else \
             DEFAULT_DATA_DIR.expanduser()
-        self.db_path = Path(store.path) if store is not None else \
-            Path(db).expanduser() if db is not None else self.data_dir / DB_NAME
+        # The index: a file (default data_dir/kb.sqlite) or a postgresql:// URL.
+        self.db: str | Path = (store.location if store is not None else
+                               str(db) if db is not None and is_url(db) else
+                               Path(db).expanduser() if db is not None else
+                               self.data_dir / DB_NAME)
         self.inference_mode = inference_mode
         self.hype = hype
         self.model = model
@@ -147,6 +151,11 @@ class KnowledgeBase:
         self._store: Any = store
         self._owns_store = store is None
         self._reconciled = False
+
+    @property
+    def db_path(self) -> Path:
+        """The index file (for a file-backed index)."""
+        return Path(self.db)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -157,9 +166,10 @@ class KnowledgeBase:
         if self._store is None:
             from .store import KnowledgeStore
 
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(self.db, Path):
+                self.db.parent.mkdir(parents=True, exist_ok=True)
             embedder = self._embedder if self._embedder is not None else DEFAULT_EMBEDDER
-            self._store = KnowledgeStore.open(self.db_path, embedder, hype=self.hype,
+            self._store = KnowledgeStore.open(self.db, embedder, hype=self.hype,
                                               hype_model=self.model,
                                               inference_mode=self.inference_mode)
         return self._store

@@ -19,7 +19,7 @@ from kbstore.cli import _register, cli
 _register()
 
 COMMANDS = {"init", "migrate", "status", "vec-path", "import", "search", "reembed", "demo",
-            "hype", "doctor", "export", "import-jsonl", "import-npz"}
+            "hype", "doctor", "export", "import-jsonl", "import-npz", "mcp", "watch"}
 NO_DB = {"vec-path", "demo"}  # demo's --db is optional; vec-path reads no database
 
 

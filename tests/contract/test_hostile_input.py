@@ -217,7 +217,6 @@ def test_a_large_body_through_the_api_is_stored_whole(store) -> None:  # type: i
 BAD_FRONTMATTER = {
     "impossible-date.md": "---\ntitle: Leap\ncreated: 2024-02-30\n---\nbody\n",
     "impossible-month.md": "---\ntitle: Month\nupdated: 2024-13-01\n---\nbody\n",
-    "bad-int.md": "---\ntitle: !!int abc\n---\nbody\n",
 }
 
 
@@ -232,6 +231,16 @@ def test_frontmatter_yaml_cannot_construct_costs_that_file_only(store, workspace
     assert [s.path for s in report.skipped] == [f"domains/{name}"]
     assert report.skipped[0].reason
     assert store.get(f"domains/{name}") is None
+
+
+def test_a_yaml_type_tag_is_read_as_the_text_written(store, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    """`!!int abc` runs no constructor (it would raise): the value is taken as
+    the text the user wrote, and the file is imported like any other."""
+    _write(workspace / "knowledge" / "domains" / "bad-int.md",
+           "---\ntitle: !!int abc\n---\nbody\n")
+    report = store.import_directory(workspace)
+    assert report.added == 4 and report.skipped == []
+    assert store.get("domains/bad-int.md").title == "abc"
 
 
 def test_a_utf8_bom_does_not_hide_the_frontmatter(store, workspace: Path) -> None:  # type: ignore[no-untyped-def]

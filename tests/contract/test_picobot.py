@@ -60,7 +60,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def on_backend(kb: KnowledgeBase, location: str) -> KnowledgeBase:
     """The KnowledgeBase's index at the backend fixture's location."""
-    kb.db_path = location  # type: ignore[assignment]
+    kb.db = location
     return kb
 
 

@@ -108,6 +108,9 @@ def test_pragmas(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(BUSY_TIMEOUT_ENV, "2500")
     conn = conn_mod.connect(tmp_path / "p.sqlite")
     try:
+        # A connection switches to WAL only once the file is known to be ours.
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        conn_mod.enable_writes(conn)
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL

@@ -351,7 +351,7 @@ class SQLiteBackend:
     def _write_document(self, doc: Document, now: Stored | None) -> int:
         values = (doc.title, json.dumps(doc.tags, ensure_ascii=False), doc.body, doc.topic,
                   doc.doc_type, doc.created, doc.updated, doc.content_hash(),
-                  json.dumps(doc.extra, ensure_ascii=False, sort_keys=True, default=str))
+                  json.dumps(doc.extra, ensure_ascii=False, default=str))  # order kept for export
         if now is None:
             cur = self.conn.execute(
                 "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "
