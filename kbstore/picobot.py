@@ -19,9 +19,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .backends import is_url
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
-from .backends import is_url
 from .files import atomic_write, render_markdown
 from .ingest import TOPICS, make_document, normalize_tags, parse_file
 

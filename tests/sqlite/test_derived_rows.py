@@ -44,7 +44,8 @@ def test_a_failed_call_is_recorded_with_its_reason_until_it_succeeds(db_path: Pa
 
 def test_an_api_key_in_an_llm_error_is_redacted_before_it_is_stored(db_path: Path,
                                                                     fake_llm) -> None:  # type: ignore[no-untyped-def]
-    fake_llm.fail_with = RuntimeError("missing api_key sk-proj-Zq3xT9vLm2NcR7bW4yHs8KdF1jPa6GtE0uQo5Vi")
+    fake_llm.fail_with = RuntimeError(
+        "missing api_key sk-proj-Zq3xT9vLm2NcR7bW4yHs8KdF1jPa6GtE0uQo5Vi")
     with KnowledgeStore.open(db_path, FakeEmbedder(64), hype=True) as store:
         store.upsert(PATH, title="Alpha", body="Alpha body.")
         error = _derived(store, PATH, "hype_questions")[3]  # type: ignore[index]
