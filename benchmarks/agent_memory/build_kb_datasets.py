@@ -58,7 +58,7 @@ def _iso(value: Any) -> str | None:
 
 def _doc(path: str, meta: dict[str, Any], content: str, kb: str) -> dict[str, Any]:
     is_skill = path.startswith("skills/")
-    body = content.strip("\n") + "\n"
+    body = content
     if is_skill:
         # kbstore's importer puts a skill's description first in the body and
         # uses its name as the title; skills carry no tags.
@@ -123,8 +123,10 @@ def minilm_tokenizer() -> Any:
     return tok
 
 
-def answer_offsets(doc: dict[str, Any], answer: str, tokenizer: Any) -> dict[str, Any]:
-    """Character, word and token offset of ``answer`` (verbatim in the body)."""
+def answer_offsets(doc: dict[str, Any], answer: str, tokenizer: Any,
+                   encoded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Character, word and token offset of ``answer`` (verbatim in the body).
+    ``encoded`` caches tokenisations by text (several answers per document)."""
     body = doc["body"]
     at = body.find(answer)
     if at < 0 or body.find(answer, at + 1) >= 0:
@@ -132,7 +134,10 @@ def answer_offsets(doc: dict[str, Any], answer: str, tokenizer: Any) -> dict[str
                          f"{answer[:60]!r}")
     text = embedding_text(doc)
     char = len(text) - len(body) + at
-    enc = tokenizer.encode(text)
+    encoded = {} if encoded is None else encoded
+    if text not in encoded:
+        encoded[text] = tokenizer.encode(text)
+    enc = encoded[text]
     spans = [(i, start) for i, (start, end) in enumerate(enc.offsets) if end > start]
     token = next(i for i, start in spans if start >= char)
     last = max(i for i, start in spans if start < char + len(answer))
@@ -184,27 +189,27 @@ def merge_labels(queries: Sequence[dict[str, Any]], pooled: Iterable[tuple[str, 
     return labels
 
 
-def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                    encoding="utf-8")
+def _jsonl(rows: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
-def _write_qrels(path: Path, labels: dict[str, dict[str, int]], keep: Any) -> int:
+def _qrels(labels: dict[str, dict[str, int]], keep: Any) -> str:
     lines = [f"{qid}\t{p}\t{g}\n" for qid in sorted(labels)
              for p, g in sorted(labels[qid].items()) if keep(g)]
-    path.write_text(QRELS_HEADER + "".join(lines), encoding="utf-8")
-    return len(lines)
+    return QRELS_HEADER + "".join(lines)
 
 
-def build(name: str, tokenizer: Any = None) -> dict[str, Any]:
+def read_queries(name: str, docs: Sequence[dict[str, Any]], tokenizer: Any = None
+                 ) -> list[dict[str, Any]]:
+    """The queries of ``queries.yaml`` in harness form, each still carrying its
+    written labels under ``rel``; answer positions computed, splits assigned."""
     import yaml
 
-    root = HERE / name
-    docs = read_workspace(root / "workspace", name)
     by_path = {d["path"]: d for d in docs}
-    source = yaml.safe_load((root / "queries.yaml").read_text(encoding="utf-8"))
+    source = yaml.safe_load((HERE / name / "queries.yaml").read_text(encoding="utf-8"))
     defaults = source.get("defaults") or {}
     queries: list[dict[str, Any]] = []
+    encoded: dict[str, Any] = {}
     for item in source["queries"]:
         q = {"id": item["id"], "kb": name, "text": item["text"], "type": item["type"],
              "now": str(item.get("now") or defaults["now"])}
@@ -216,30 +221,47 @@ def build(name: str, tokenizer: Any = None) -> dict[str, Any]:
             rel.setdefault(item["doc"], 3)
             q["answer_doc"] = item["doc"]
             q["answer"] = item["answer"]
-            q.update(answer_offsets(by_path[item["doc"]], item["answer"], tokenizer))
+            q.update(answer_offsets(by_path[item["doc"]], item["answer"], tokenizer, encoded))
         for key, value in item.items():
             if key not in {"id", "text", "type", "now", "topic", "rel", "doc", "answer"}:
                 q[key] = value
-        q["rel"] = rel
-        queries.append(q)
-    for q in queries:
-        missing = [p for p in q["rel"] if p not in by_path]
+        missing = [p for p in rel if p not in by_path]
         if missing:
             raise ValueError(f"{q['id']}: labelled paths not in the corpus: {missing}")
+        q["rel"] = rel
+        queries.append(q)
     assign_splits(queries, "answer_position" if name == "longdocs" else "type")
-    pooled = read_pooled(root / "pooled_judgements.tsv")
-    labels = merge_labels(queries, pooled)
+    return queries
+
+
+def assemble(name: str, tokenizer: Any = None) -> dict[str, str]:
+    """The dataset's generated files (name -> text), without writing them."""
+    root = HERE / name
+    docs = read_workspace(root / "workspace", name)
+    queries = read_queries(name, docs, tokenizer)
+    labels = merge_labels(queries, read_pooled(root / "pooled_judgements.tsv"))
+    paths = {d["path"] for d in docs}
     for qid, rels in labels.items():
-        missing = [p for p in rels if p not in by_path]
+        missing = [p for p in rels if p not in paths]
         if missing:
             raise ValueError(f"{qid}: pooled paths not in the corpus: {missing}")
-    _write_jsonl(root / "corpus.jsonl", docs)
-    _write_jsonl(root / "queries.jsonl",
-                 ({k: v for k, v in q.items() if k != "rel"} for q in queries))
-    relevant = _write_qrels(root / "qrels.tsv", labels, lambda g: g > 0)
-    zero = _write_qrels(root / "judged_nonrelevant.tsv", labels, lambda g: g == 0)
-    return {"dataset": name, "documents": len(docs), "queries": len(queries),
-            "qrels": relevant, "judged_nonrelevant": zero, "pooled_rows": len(pooled)}
+    return {
+        "corpus.jsonl": _jsonl(docs),
+        "queries.jsonl": _jsonl({k: v for k, v in q.items() if k != "rel"} for q in queries),
+        "qrels.tsv": _qrels(labels, lambda g: g > 0),
+        "judged_nonrelevant.tsv": _qrels(labels, lambda g: g == 0),
+    }
+
+
+def build(name: str, tokenizer: Any = None) -> dict[str, Any]:
+    files = assemble(name, tokenizer)
+    for file, text in files.items():
+        (HERE / name / file).write_text(text, encoding="utf-8")
+    count = {f: t.count("\n") for f, t in files.items()}
+    return {"dataset": name, "documents": count["corpus.jsonl"],
+            "queries": count["queries.jsonl"], "qrels": count["qrels.tsv"] - 1,
+            "judged_nonrelevant": count["judged_nonrelevant.tsv"] - 1,
+            "pooled_rows": len(read_pooled(HERE / name / "pooled_judgements.tsv"))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
