@@ -103,7 +103,7 @@ def throughput(cfg: dict[str, Any]) -> dict[str, Any]:
 
     from kbstore import embed_minilm
 
-    plain = embed_minilm.session_options
+    plain = getattr(embed_minilm, "session_options", None)
 
     def configured(ort: Any, threads: int | None = None) -> Any:
         options = plain(ort, threads)
