@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -64,6 +65,7 @@ class QueryVectorCache:
         self.path = (directory or cache_dir()) / QUERY_CACHE_FILE
         self._conn: sqlite3.Connection | None = None
         self._broken = False
+        self._lock = threading.Lock()  # one connection, shared by the store's threads
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model_key}\x1f{text}".encode()).hexdigest()
@@ -75,7 +77,8 @@ class QueryVectorCache:
             return None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=0.5, isolation_level=None)
+            conn = sqlite3.connect(self.path, timeout=0.5, isolation_level=None,
+                                   check_same_thread=False)
             conn.execute("CREATE TABLE IF NOT EXISTS query_vectors ("
                          "key TEXT PRIMARY KEY, vector BLOB NOT NULL, added REAL NOT NULL)")
             self._conn = conn
@@ -84,17 +87,22 @@ class QueryVectorCache:
         return self._conn
 
     def get(self, text: str) -> bytes | None:
-        conn = self._connect(create=False)
-        if conn is None:
-            return None
-        try:
-            row = conn.execute("SELECT vector FROM query_vectors WHERE key = ?",
-                               (self._key(text),)).fetchone()
-        except sqlite3.Error:
-            return None
-        return bytes(row[0]) if row else None
+        with self._lock:
+            conn = self._connect(create=False)
+            if conn is None:
+                return None
+            try:
+                row = conn.execute("SELECT vector FROM query_vectors WHERE key = ?",
+                                   (self._key(text),)).fetchone()
+            except sqlite3.Error:
+                return None
+            return bytes(row[0]) if row else None
 
     def put(self, text: str, vector: bytes) -> None:
+        with self._lock:
+            self._put(text, vector)
+
+    def _put(self, text: str, vector: bytes) -> None:
         conn = self._connect(create=True)
         if conn is None:
             return
@@ -109,6 +117,7 @@ class QueryVectorCache:
             pass  # locked by another process or read-only: skip caching this one
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -254,3 +254,23 @@ def test_session_options_keep_int8_weights() -> None:
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     assert options.intra_op_num_threads == 1
 
+
+
+def test_query_cache_is_shared_by_threads(tmp_path: Path) -> None:
+    import threading
+
+    cache = QueryVectorCache("m", tmp_path)
+    cache.put("made in the main thread", b"\1" * 8)
+    seen: list[bytes | None] = []
+
+    def worker(n: int) -> None:
+        cache.put(f"t{n}", bytes([n]) * 8)
+        seen.append(cache.get("made in the main thread"))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [b"\1" * 8] * 4
+    assert [cache.get(f"t{n}") for n in range(4)] == [bytes([n]) * 8 for n in range(4)]
