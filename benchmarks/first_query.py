@@ -43,7 +43,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.first_query_probes import PHASES, THROUGHPUT_CONFIGS, import_breakdown
+from benchmarks.first_query_probes import (
+    PHASES,
+    SESSION_CONFIGS,
+    THROUGHPUT_CONFIGS,
+    import_breakdown,
+)
 from benchmarks.first_query_report import write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -284,6 +289,30 @@ def measure_throughput(before: Side, after: Side, docs: int, runs: int) -> dict[
     return out
 
 
+def measure_sessions(after: Side, runs: int) -> dict[str, Any]:
+    """ONNX session settings for start-up and memory, one fresh process each."""
+    probe = str(REPO / "benchmarks" / "first_query_probes.py")
+    preoptimised = CACHE / "preoptimised.onnx"
+    if not preoptimised.exists():
+        after.run([PYTHON, probe, json.dumps({"probe": "save_preoptimised",
+                                              "path": str(preoptimised)})])
+    after.run([PYTHON, "-m", "kbstore", "search", "--db", str(CACHE / "search-after.sqlite"),
+               "warm up"])  # the edited model file exists
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in SESSION_CONFIGS}
+    for i in range(runs):
+        configs = SESSION_CONFIGS if i % 2 == 0 else SESSION_CONFIGS[::-1]
+        for name, cfg in configs:
+            arg = json.dumps({**cfg, "probe": "session", "preoptimised_path": str(preoptimised)})
+            r = after.run([PYTHON, probe, arg], timed=True)
+            row = json.loads(r["stdout"].strip().splitlines()[-1])
+            row["process_peak_rss_mb"] = r["peak_rss_mb"]
+            rows[name].append(row)
+        log(f"  sessions run {i + 1}/{runs}")
+    return {name: {key: statistics.median(r[key] for r in rs) for key in rs[0]} | {
+        "load_ms_min": min(r["load_ms"] for r in rs), "load_ms_max": max(r["load_ms"] for r in rs),
+        "n": len(rs)} for name, rs in rows.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--base-ref", default=None,
@@ -293,7 +322,8 @@ def main() -> None:
     ap.add_argument("--phase-runs", type=int, default=5)
     ap.add_argument("--throughput-runs", type=int, default=2)
     ap.add_argument("--docs", type=int, default=48, help="documents per throughput run")
-    ap.add_argument("--steps", default="import,search,phases,throughput")
+    ap.add_argument("--session-runs", type=int, default=3)
+    ap.add_argument("--steps", default="import,search,phases,sessions,throughput")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     out_json = RESULTS / "first_query.json"
@@ -312,7 +342,8 @@ def main() -> None:
     steps = set(args.steps.split(","))
     previous = json.loads(out_json.read_text()) if out_json.exists() else {}
     result: dict[str, Any] = {k: v for k, v in previous.items() if k in
-                              ("imports", "search", "phases", "throughput")}
+                              ("imports", "search", "phases", "sessions",
+                                                    "throughput")}
     result.update({
         "base_ref": args.base_ref or "merge-base of HEAD and main", "base_sha": sha,
         "after_sha": git("rev-parse", "HEAD"),
@@ -341,6 +372,10 @@ def main() -> None:
         log("breakdown")
         result["phases"] = measure_phases(before, after, args.phase_runs,
                                           result["search"]["dbs"])
+        save()
+    if "sessions" in steps:
+        log("session settings")
+        result["sessions"] = measure_sessions(after, args.session_runs)
         save()
     if "throughput" in steps:
         log("embedding throughput")

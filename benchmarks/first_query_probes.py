@@ -136,6 +136,95 @@ def throughput(cfg: dict[str, Any]) -> dict[str, Any]:
             "min_cosine": float((ref * vectors).sum(axis=1).min())}
 
 
+# Session start-up settings, each in a fresh process: (name, settings).
+SESSION_CONFIGS: list[tuple[str, dict[str, Any]]] = [
+    ("shipped model, onnxruntime defaults (today)", {"model": "shipped"}),
+    ("shipped model, no optimisation", {"model": "shipped", "level": "ORT_DISABLE_ALL"}),
+    ("shipped model, defaults, arena off", {"model": "shipped", "arena": False}),
+    ("shipped model, defaults, prepacking off",
+     {"model": "shipped", "entries": {"session.disable_prepacking": "1"}}),
+    ("shipped model, defaults, 1 thread", {"model": "shipped", "threads": 1}),
+    ("pre-optimised model file (float, saved by onnxruntime), no optimisation at load",
+     {"model": "preoptimised", "level": "ORT_DISABLE_ALL"}),
+    ("edited model (rows gathered first), onnxruntime defaults", {"model": "edited"}),
+    ("edited model, constant folding off, other optimisations on",
+     {"model": "edited", "disabled": ["ConstantFolding"]}),
+    ("edited model, no optimisation (new default)", {"model": "edited", "new_default": True}),
+    ("edited model, new default + arena off", {"model": "edited", "new_default": True,
+                                                "arena": False}),
+    ("edited model, new default + 1 thread", {"model": "edited", "new_default": True,
+                                              "threads": 1}),
+]
+
+
+def session_probe(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Start one ONNX session with the given settings and embed one query."""
+    import resource
+
+    import numpy as np
+    import onnxruntime as ort  # type: ignore[import-untyped]
+
+    from kbstore import embed_minilm
+
+    def peak() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    shipped, _ = embed_minilm.model_files()
+    tok = _tokenizer()
+    encoding = tok.encode("how do I recover when a release breaks production?")
+    before_load = peak()
+    if cfg.get("new_default"):
+        options = embed_minilm.session_options(ort, cfg.get("threads"))
+    else:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if cfg.get("threads"):
+            options.intra_op_num_threads = cfg["threads"]
+    if cfg.get("level"):
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, cfg["level"])
+    if "arena" in cfg:
+        options.enable_cpu_mem_arena = cfg["arena"]
+    for key, value in cfg.get("entries", {}).items():
+        options.add_session_config_entry(key, value)
+    model: Any = str(shipped)
+    if cfg["model"] == "edited":
+        model = str(embed_minilm.edited_model(shipped))
+    elif cfg["model"] == "preoptimised":
+        model = cfg["preoptimised_path"]
+    t = time.perf_counter()
+    session = ort.InferenceSession(model, sess_options=options,
+                                   providers=["CPUExecutionProvider"],
+                                   disabled_optimizers=cfg.get("disabled") or None)
+    load_ms = (time.perf_counter() - t) * 1000
+    after_load = peak()
+    ids = np.array([encoding.ids], np.int64)
+    t = time.perf_counter()
+    session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                       "token_type_ids": np.zeros_like(ids)})
+    first_run_ms = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                       "token_type_ids": np.zeros_like(ids)})
+    return {"load_ms": load_ms, "first_run_ms": first_run_ms,
+            "second_run_ms": (time.perf_counter() - t) * 1000,
+            "rss_before_load_mb": before_load, "rss_after_load_mb": after_load,
+            "rss_after_query_mb": peak()}
+
+
+def save_preoptimised(path: str) -> None:
+    """The float model onnxruntime makes at start, saved once to disk."""
+    import onnxruntime as ort
+
+    from kbstore import embed_minilm
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = path
+    ort.InferenceSession(str(embed_minilm.model_files()[0]), sess_options=options,
+                         providers=["CPUExecutionProvider"])
+
+
 _IMPORT = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
@@ -158,4 +247,10 @@ def import_breakdown(stderr: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(throughput(json.loads(sys.argv[1]))))
+    config = json.loads(sys.argv[1])
+    if config.get("probe") == "session":
+        print(json.dumps(session_probe(config)))
+    elif config.get("probe") == "save_preoptimised":
+        save_preoptimised(config["path"])
+    else:
+        print(json.dumps(throughput(config)))

@@ -110,12 +110,28 @@ def _throughput_table(r: dict[str, Any]) -> list[str]:
     lines = [f"{first['docs']} documents of 100-2000 words ({first['tokens']} tokens after "
              "truncation at 256), embedded in one process per row; docs/s and tokens/s "
              "exclude the model load.", "",
-             "| configuration | docs/s | tokens/s | peak RSS MB | max abs diff vs today | "
-             "min cosine vs today |", "|---|---|---|---|---|---|"]
+             "| configuration | docs/s | tokens/s | CPU s per doc | peak RSS MB | max abs diff "
+             "vs today | min cosine vs today |", "|---|---|---|---|---|---|---|"]
     for name, row in t.items():
+        cpu = _s(row["cpu_s_per_doc"], 1, "{:.2f}") if "cpu_s_per_doc" in row else "-"
         lines.append(f"| {name} | {_s(row['docs_per_s'], 1, '{:.1f}')} | "
-                     f"{_s(row['tokens_per_s'])} | {_s(row['peak_rss_mb'])} | "
+                     f"{_s(row['tokens_per_s'])} | {cpu} | {_s(row['peak_rss_mb'])} | "
                      f"{row['max_abs_diff']:.1e} | {row['min_cosine']:.7f} |")
+    return lines
+
+
+def _session_table(r: dict[str, Any]) -> list[str]:
+    rows = r["sessions"]
+    lines = ["Each row: a fresh process loads numpy, onnxruntime and the tokenizer, starts one "
+             "ONNX session and embeds one query twice (medians of "
+             f"{next(iter(rows.values()))['n']} interleaved runs).", "",
+             "| session settings | session start ms (min-max) | first query ms | second query "
+             "ms | peak RSS MB after start | after the query |", "|---|---|---|---|---|---|"]
+    for name, row in rows.items():
+        lines.append(f"| {name} | {row['load_ms']:.0f} ({row['load_ms_min']:.0f}-"
+                     f"{row['load_ms_max']:.0f}) | {row['first_run_ms']:.1f} | "
+                     f"{row['second_run_ms']:.1f} | {row['rss_after_load_mb']:.0f} | "
+                     f"{row['rss_after_query_mb']:.0f} |")
     return lines
 
 
@@ -139,6 +155,8 @@ def write_report(r: dict[str, Any], path: Path) -> None:
         lines += ["## Where a first query's time goes", ""] + _phase_table(r) + [""]
         lines += ["### Imports of `kbstore search` (python -X importtime, cumulative)", ""]
         lines += _import_list(r) + [""]
+    if "sessions" in r:
+        lines += ["## ONNX session settings: start-up and memory", ""] + _session_table(r) + [""]
     if "throughput" in r:
         lines += ["## Embedding throughput and memory", ""] + _throughput_table(r) + [""]
     path.write_text("\n".join(lines) + "\n" + NOTES_MARK + (notes or "\n"))
