@@ -343,7 +343,7 @@ def main() -> None:
     previous = json.loads(out_json.read_text()) if out_json.exists() else {}
     result: dict[str, Any] = {k: v for k, v in previous.items() if k in
                               ("imports", "search", "phases", "sessions",
-                                                    "throughput")}
+                                                    "throughput", "step_runs")}
     result.update({
         "base_ref": args.base_ref or "merge-base of HEAD and main", "base_sha": sha,
         "after_sha": git("rev-parse", "HEAD"),
@@ -354,34 +354,41 @@ def main() -> None:
     })
     RESULTS.mkdir(parents=True, exist_ok=True)
 
-    def save() -> None:  # after every step: a failure later keeps what was measured
+    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "load": os.getloadavg()[0]}
+
+    def save(step: str | None = None) -> None:
+        """After every step: a failure later keeps what was measured."""
         result["machine"]["load_avg_end"] = os.getloadavg()
+        if step:
+            result.setdefault("step_runs", {})[step] = {
+                **started, "load_end": os.getloadavg()[0], "after_sha": result["after_sha"],
+                "after_dirty": result["after_dirty"]}
         out_json.write_text(json.dumps(result, indent=1, default=str) + "\n")
 
     workspace = REPO / "kbstore" / "sample_kb"
     if "import" in steps:
         log("import of the sample KB")
         result["imports"] = measure_imports(before, after, args.import_runs, workspace)
-        save()
+        save("imports")
     if "search" in steps or "phases" in steps:
         log("first query")
         result["search"] = measure_searches(before, after, args.runs) \
             if "search" in steps else result["search"]
-        save()
+        save("search" if "search" in steps else None)
     if "phases" in steps:
         log("breakdown")
         result["phases"] = measure_phases(before, after, args.phase_runs,
                                           result["search"]["dbs"])
-        save()
+        save("phases")
     if "sessions" in steps:
         log("session settings")
         result["sessions"] = measure_sessions(after, args.session_runs)
-        save()
+        save("sessions")
     if "throughput" in steps:
         log("embedding throughput")
         result["throughput"] = measure_throughput(before, after, args.docs,
                                                   args.throughput_runs)
-        save()
+        save("throughput")
     save()
     write_report(result, RESULTS / "first_query.md")
     log(f"wrote {out_json} and first_query.md")

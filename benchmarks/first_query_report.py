@@ -141,12 +141,19 @@ def write_report(r: dict[str, Any], path: Path) -> None:
         notes = path.read_text().split(NOTES_MARK, 1)[1]
     load = r["machine"]
     lines = ["# The first query and memory while importing (real MiniLM model)", "",
-             f"`python -m benchmarks.first_query`, {r['date']}: before = `{r['base_ref']}` "
-             f"({r['base_sha'][:10]}), after = {r['after_sha'][:10]}"
-             f"{' + uncommitted changes' if r.get('after_dirty') else ''}. "
-             f"{load['cpus']} cores shared with other jobs (load average "
-             f"{load['load_avg_start'][0]:.1f} at start, {load['load_avg_end'][0]:.1f} at end): "
-             "compare within a table, not across runs.", ""]
+             f"`python -m benchmarks.first_query`: before = `{r['base_ref']}` "
+             f"({r['base_sha'][:10]}), after = this branch. {load['cpus']} cores shared with "
+             "other jobs: absolute times carry the machine's load; compare within a table, "
+             "not across tables.", ""]
+    runs = r.get("step_runs", {})
+    if runs:
+        lines += ["| section | run started | load average start-end | after = |",
+                  "|---|---|---|---|"]
+        for step, meta in runs.items():
+            lines.append(f"| {step} | {meta['date']} | {meta['load']:.1f}-{meta['load_end']:.1f}"
+                         f" | {meta['after_sha'][:10]}"
+                         f"{' + uncommitted' if meta['after_dirty'] else ''} |")
+        lines.append("")
     if "search" in r:
         lines += ["## First query", ""] + _search_table(r) + [""]
     if "imports" in r:

@@ -81,12 +81,13 @@ def edited_model(model: Path, directory: Path | None = None) -> Path | bytes:
     """The model with its embedding tables gathered before dequantization:
     a cached file when the cache directory is writable, else the bytes."""
     from .embed_cache import cache_dir, write_atomically
-    from .embed_onnx_graph import gather_before_dequantize
 
     cached = (directory or cache_dir()) / (
         f"minilm-int8-gather-v{PIPELINE_VERSION}-{_model_stamp(model)}.onnx")
     if cached.is_file():
         return cached
+    from .embed_onnx_graph import gather_before_dequantize  # only on a cache miss
+
     edited, _ = gather_before_dequantize(model.read_bytes())
     try:
         write_atomically(cached, edited)
