@@ -4,6 +4,7 @@ onnxruntime), the cached model file and the query-vector cache."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -274,3 +275,21 @@ def test_query_cache_is_shared_by_threads(tmp_path: Path) -> None:
         t.join()
     assert seen == [b"\1" * 8] * 4
     assert [cache.get(f"t{n}") for n in range(4)] == [bytes([n]) * 8 for n in range(4)]
+
+
+def test_a_process_that_keeps_searching_gets_the_folded_session(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = _CountingMiniLM(query_cache=False)
+    folds: list[int] = []
+    monkeypatch.setattr(emb, "_fold", lambda: folds.append(emb.model_queries))
+    for n in range(embed_minilm.FOLD_AFTER_QUERIES - 1):
+        emb.embed_queries([f"query {n}"])
+    emb.embed_queries(["document one", "document two"])  # bulk calls do not count
+    assert folds == [] and emb.model_queries == embed_minilm.FOLD_AFTER_QUERIES - 1
+    for n in range(3):
+        emb.embed_queries([f"more {n}"])
+    for _ in range(100):  # the fold runs on its own thread
+        if folds:
+            break
+        time.sleep(0.01)
+    assert folds == [embed_minilm.FOLD_AFTER_QUERIES]  # once, at the threshold

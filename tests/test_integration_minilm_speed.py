@@ -142,3 +142,18 @@ def test_cached_query_vectors_are_the_models(cache_dir: Path, reference: np.ndar
     assert second.cache_hits == 1 and second.calls == 0 and second._session is None
     assert np.array_equal(miss, hit)
     _assert_same(hit, reference[[texts.index(QUERIES[0])]])
+
+
+def test_folded_session_for_long_lived_processes_keeps_vectors(
+        cache_dir: Path, reference: np.ndarray, texts: list[str]) -> None:
+    from kbstore.embed_minilm import FOLD_AFTER_QUERIES
+
+    emb = MiniLMEmbedder(query_cache=False)
+    lean = [emb.embed_queries([q])[0] for q in QUERIES[:FOLD_AFTER_QUERIES]]
+    assert emb.folded.wait(120), "the folded session was not built"
+    assert emb._session.get_session_options().graph_optimization_level == \
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    folded = emb.embed_documents(QUERIES[:FOLD_AFTER_QUERIES])
+    idx = [texts.index(q) for q in QUERIES[:FOLD_AFTER_QUERIES]]
+    _assert_same(np.stack(lean), reference[idx])
+    _assert_same(folded, reference[idx])
