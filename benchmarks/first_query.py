@@ -313,6 +313,12 @@ def measure_sessions(after: Side, runs: int) -> dict[str, Any]:
         "n": len(rs)} for name, rs in rows.items()}
 
 
+def measure_warm(after: Side, rounds: int) -> dict[str, Any]:
+    probe = str(REPO / "benchmarks" / "first_query_probes.py")
+    r = after.run([PYTHON, probe, json.dumps({"probe": "warm", "rounds": rounds})])
+    return dict(json.loads(r["stdout"].strip().splitlines()[-1]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--base-ref", default=None,
@@ -323,7 +329,8 @@ def main() -> None:
     ap.add_argument("--throughput-runs", type=int, default=2)
     ap.add_argument("--docs", type=int, default=48, help="documents per throughput run")
     ap.add_argument("--session-runs", type=int, default=3)
-    ap.add_argument("--steps", default="import,search,phases,sessions,throughput")
+    ap.add_argument("--warm-rounds", type=int, default=60)
+    ap.add_argument("--steps", default="import,search,phases,sessions,warm,throughput")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     out_json = RESULTS / "first_query.json"
@@ -343,7 +350,7 @@ def main() -> None:
     previous = json.loads(out_json.read_text()) if out_json.exists() else {}
     result: dict[str, Any] = {k: v for k, v in previous.items() if k in
                               ("imports", "search", "phases", "sessions",
-                                                    "throughput", "step_runs")}
+                                                    "throughput", "warm", "step_runs")}
     result.update({
         "base_ref": args.base_ref or "merge-base of HEAD and main", "base_sha": sha,
         "after_sha": git("rev-parse", "HEAD"),
@@ -384,6 +391,10 @@ def main() -> None:
         log("session settings")
         result["sessions"] = measure_sessions(after, args.session_runs)
         save("sessions")
+    if "warm" in steps:
+        log("warm queries")
+        result["warm"] = measure_warm(after, args.warm_rounds)
+        save("warm")
     if "throughput" in steps:
         log("embedding throughput")
         result["throughput"] = measure_throughput(before, after, args.docs,

@@ -211,6 +211,47 @@ def session_probe(cfg: dict[str, Any]) -> dict[str, Any]:
             "rss_after_query_mb": peak()}
 
 
+def warm_probe(rounds: int) -> dict[str, Any]:
+    """Warm single-query latency in ONE process, sessions interleaved: today's
+    (shipped model, onnxruntime defaults), the lean default and the folded
+    session a long-lived process switches to."""
+    import statistics
+
+    import numpy as np
+    import onnxruntime as ort
+
+    from kbstore import embed_minilm
+
+    shipped, _ = embed_minilm.model_files()
+    edited = str(embed_minilm.edited_model(shipped))
+    plain = ort.SessionOptions()
+    plain.log_severity_level = 3
+    sessions = {
+        "today (shipped model, onnxruntime defaults)": ort.InferenceSession(
+            str(shipped), sess_options=plain, providers=["CPUExecutionProvider"]),
+        "new, lean (int8 weights cast per call)": ort.InferenceSession(
+            edited, sess_options=embed_minilm.session_options(ort),
+            providers=["CPUExecutionProvider"]),
+        "new, folded (after FOLD_AFTER_QUERIES queries)": ort.InferenceSession(
+            edited, sess_options=embed_minilm.session_options(ort, folded=True),
+            providers=["CPUExecutionProvider"]),
+    }
+    tok = _tokenizer()
+    queries = ["how do I recover when a release breaks production?",
+               "sourdough starter feeding schedule", "how does Lena like her answers?"]
+    times: dict[str, list[float]] = {name: [] for name in sessions}
+    for i in range(rounds):
+        ids = np.array([tok.encode(queries[i % len(queries)]).ids], np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                 "token_type_ids": np.zeros_like(ids)}
+        for name, session in sessions.items():
+            t = time.perf_counter()
+            session.run(None, feeds)
+            times[name].append((time.perf_counter() - t) * 1000)
+    return {name: {"median_ms": statistics.median(v), "min_ms": min(v), "n": len(v)}
+            for name, v in times.items()}
+
+
 def save_preoptimised(path: str) -> None:
     """The float model onnxruntime makes at start, saved once to disk."""
     import onnxruntime as ort
@@ -250,6 +291,8 @@ if __name__ == "__main__":
     config = json.loads(sys.argv[1])
     if config.get("probe") == "session":
         print(json.dumps(session_probe(config)))
+    elif config.get("probe") == "warm":
+        print(json.dumps(warm_probe(config["rounds"])))
     elif config.get("probe") == "save_preoptimised":
         save_preoptimised(config["path"])
     else:

@@ -135,6 +135,18 @@ def _session_table(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _warm_table(r: dict[str, Any]) -> list[str]:
+    rows = r["warm"]
+    base = next(iter(rows.values()))["median_ms"]
+    lines = ["One process, one short query at a time, the three sessions interleaved "
+             f"({next(iter(rows.values()))['n']} queries each).", "",
+             "| session | median ms | min ms | vs today |", "|---|---|---|---|"]
+    for name, row in rows.items():
+        lines.append(f"| {name} | {row['median_ms']:.1f} | {row['min_ms']:.1f} | "
+                     f"{row['median_ms'] / base:.2f}x |")
+    return lines
+
+
 def write_report(r: dict[str, Any], path: Path) -> None:
     notes = ""
     if path.exists() and NOTES_MARK in path.read_text():
@@ -164,6 +176,8 @@ def write_report(r: dict[str, Any], path: Path) -> None:
         lines += _import_list(r) + [""]
     if "sessions" in r:
         lines += ["## ONNX session settings: start-up and memory", ""] + _session_table(r) + [""]
+    if "warm" in r:
+        lines += ["## Warm queries in a long-lived process", ""] + _warm_table(r) + [""]
     if "throughput" in r:
         lines += ["## Embedding throughput and memory", ""] + _throughput_table(r) + [""]
     path.write_text("\n".join(lines) + "\n" + NOTES_MARK + (notes or "\n"))
