@@ -77,19 +77,40 @@ class QueryVectorCache:
             return None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=0.5, isolation_level=None,
-                                   check_same_thread=False)
-            # WAL with synchronous=NORMAL: a commit is not flushed to disk
-            # (rollback-journal commits cost 12-28 ms of fsync per new query
-            # here); a crash can lose the newest entries, never the file.
+            conn = self._open()
+        except sqlite3.OperationalError:  # locked, unreadable, read-only ...
+            self._broken = True
+            return None
+        except sqlite3.DatabaseError:
+            # Not a database or damaged (it is never fsynced, below): start afresh once.
+            try:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                conn = self._open()
+            except (sqlite3.Error, OSError):
+                self._broken = True
+                return None
+        except (sqlite3.Error, OSError):
+            self._broken = True  # an unwritable cache: run without it
+            return None
+        self._conn = conn
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=0.5, isolation_level=None,
+                               check_same_thread=False)
+        try:
+            # No fsync, ever: a commit or the checkpoint at close cost 12-36 ms
+            # of fsync per new query here. A power cut can damage the file;
+            # it is then rebuilt (above), which only costs speed.
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA synchronous=OFF")
             conn.execute("CREATE TABLE IF NOT EXISTS query_vectors ("
                          "key TEXT PRIMARY KEY, vector BLOB NOT NULL, added REAL NOT NULL)")
-            self._conn = conn
-        except (sqlite3.Error, OSError):
-            self._broken = True  # an unwritable or damaged cache: run without it
-        return self._conn
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
 
     def get(self, text: str) -> bytes | None:
         with self._lock:

@@ -4,6 +4,7 @@ onnxruntime), the cached model file and the query-vector cache."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -190,12 +191,25 @@ def test_query_cache_failures_cost_nothing(tmp_path: Path) -> None:
     cache = QueryVectorCache("m", blocker)  # directory cannot be created
     cache.put("q", b"\0" * 4)
     assert cache.get("q") is None
-    damaged = tmp_path / "d"
-    damaged.mkdir()
-    (damaged / embed_cache.QUERY_CACHE_FILE).write_bytes(b"not a database" * 100)
-    cache = QueryVectorCache("m", damaged)
-    cache.put("q", b"\0" * 4)
+    QueryVectorCache("m", tmp_path).put("kept", b"\1" * 4)
+    holder = sqlite3.connect(tmp_path / embed_cache.QUERY_CACHE_FILE, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process is writing
+    try:
+        cache = QueryVectorCache("m", tmp_path)
+        cache.put("q", b"\0" * 4)  # locked: skipped after the short timeout, no error
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    # a locked cache is not mistaken for a damaged one
+    assert QueryVectorCache("m", tmp_path).get("kept") == b"\1" * 4
+
+
+def test_a_damaged_query_cache_is_rebuilt(tmp_path: Path) -> None:
+    (tmp_path / embed_cache.QUERY_CACHE_FILE).write_bytes(b"not a database" * 100)
+    cache = QueryVectorCache("m", tmp_path)
     assert cache.get("q") is None
+    cache.put("q", b"\0" * 4)
+    assert cache.get("q") == b"\0" * 4
 
 
 class _CountingMiniLM(MiniLMEmbedder):
