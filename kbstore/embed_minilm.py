@@ -211,7 +211,10 @@ class MiniLMEmbedder:
         if self._fold_started or self.model_queries < FOLD_AFTER_QUERIES:
             return
         self._fold_started = True
-        threading.Thread(target=self._fold, name="kbstore-minilm-fold", daemon=True).start()
+        # Not a daemon: onnxruntime aborts the process (std::terminate) when the
+        # interpreter exits while a daemon thread is inside session creation;
+        # exit waits for the fold instead (at most one session start).
+        threading.Thread(target=self._fold, name="kbstore-minilm-fold", daemon=False).start()
 
     def _run(self, encodings: Sequence[Any]) -> np.ndarray:
         import numpy as np

@@ -157,3 +157,23 @@ def test_folded_session_for_long_lived_processes_keeps_vectors(
     idx = [texts.index(q) for q in QUERIES[:FOLD_AFTER_QUERIES]]
     _assert_same(np.stack(lean), reference[idx])
     _assert_same(folded, reference[idx])
+
+
+def test_exit_during_the_background_fold_is_clean(cache_dir: Path) -> None:
+    """The process ends right after the query that starts the fold: onnxruntime
+    aborted such a process (exit 134) while the fold thread was a daemon."""
+    import subprocess
+    import sys
+
+    script = (
+        "from kbstore.embed_minilm import FOLD_AFTER_QUERIES, MiniLMEmbedder\n"
+        "e = MiniLMEmbedder(query_cache=False)\n"
+        "for n in range(FOLD_AFTER_QUERIES):\n"
+        "    e.embed_queries([f'query number {n}'])\n"
+        "print('done', e._fold_started)\n")
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env={**os.environ, embed_cache.CACHE_DIR_ENV: str(cache_dir)},
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.strip() == "done True"
