@@ -66,16 +66,21 @@ def connect(url: str, schema: str | None = None) -> Any:
     return conn
 
 
-DOC_COLUMNS = "id, path, topic, doc_type, title, tags, body, created, updated, content_hash"
+DOC_COLUMNS = ("id, path, topic, doc_type, title, tags, body, created, updated, content_hash, "
+               "extra")
 
 
 def sqlite_rows(col: q_bench.Collection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """Documents and vectors exactly as the SQLite knowledge base holds them."""
-    conn = col.store.conn
+    """Documents and vectors exactly as the SQLite knowledge base holds them
+    (read from its file: the store exposes no connection)."""
+    import sqlean
+
+    conn = sqlean.connect(f"file:{col.db_path}?mode=ro", uri=True)
     docs = conn.execute(f"SELECT {DOC_COLUMNS} FROM documents ORDER BY id").fetchall()
     vecs = conn.execute("SELECT v.doc_id, v.vector_id % 32, d.topic, v.embedding "
                         "FROM vector_data AS v JOIN documents AS d ON d.id = v.doc_id "
                         "ORDER BY v.vector_id").fetchall()
+    conn.close()
     return docs, vecs
 
 
@@ -97,7 +102,7 @@ def fresh_schema(url: str, schema: str, dim: int) -> Any:
 def load_documents(conn: Any, docs: list[tuple[Any, ...]]) -> float:
     """Insert in write-path-sized transactions; seconds taken."""
     insert = (f"INSERT INTO documents ({DOC_COLUMNS}) "
-              "VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)")
+              "VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s::jsonb)")
     t0 = time.perf_counter()
     for start in range(0, len(docs), BATCH):
         with conn.transaction(), conn.cursor() as cur:

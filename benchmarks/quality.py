@@ -477,7 +477,7 @@ TARGETS = {"scifact": 0.73, "cranfield": 0.43, "cisi": 0.46}
 
 
 def _changes(row: dict[str, Any]) -> int:
-    from kbstore.search import DEFAULTS
+    from kbstore.query import DEFAULTS
 
     # the grid's w_fm is the effective title-only weight (no tags in these sets)
     shipped = {**DEFAULTS, "w_fm": DEFAULTS["w_fm"] * DEFAULTS["w_fm_title"]}

@@ -1,4 +1,4 @@
-"""Embedders: one small interface, a registry of names, and a fake for tests.
+"""Embedders: one small interface and a deterministic fake for tests.
 
 An embedder turns documents and queries into L2-normalised float32 vectors
 and describes itself with a *fingerprint* (name, model, dimension, task
@@ -13,7 +13,11 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .errors import KBStoreError
+from .model import embedding_text, fingerprint_id, same_model
+from .vectors import normalize
+
+__all__ = ["Embedder", "FakeEmbedder", "embedding_text", "fingerprint_id", "normalize",
+           "same_model"]
 
 if TYPE_CHECKING:  # numpy is imported lazily: searching needs no numpy at all
     import numpy as np
@@ -31,32 +35,6 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def fingerprint_id(fingerprint: dict[str, Any]) -> str:
-    """A short stable id for a fingerprint, recorded with each derived row."""
-    keys = ("name", "model", "dim", "document_prefix", "query_prefix")
-    return ":".join(str(fingerprint.get(k, "")) for k in keys)
-
-
-def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return fingerprint_id(a) == fingerprint_id(b)
-
-
-def normalize(vectors: np.ndarray) -> np.ndarray:
-    import numpy as np
-
-    vectors = np.asarray(vectors, dtype=np.float32)
-    if vectors.ndim == 1:
-        vectors = vectors[None, :]
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return (vectors / norms).astype(np.float32)
-
-
-def embedding_text(title: str, tags: Sequence[str], body: str) -> str:
-    """The text embedded for a document (seed 000): title, tags, body."""
-    return f"{title}. Tags: {', '.join(tags)}. {body}"
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -108,30 +86,3 @@ class FakeEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed_documents(texts)
-
-
-EMBEDDER_NAMES = ("nomic", "minilm", "fake")
-
-
-def get_embedder(name: str, **options: Any) -> Embedder:
-    """Build an embedder by name: 'nomic' (default), 'minilm' (offline,
-    shipped in a package) or 'fake' (tests). Heavy imports stay lazy."""
-    if name == "fake":
-        return FakeEmbedder(dim=int(options.get("dim") or 64))
-    if name == "minilm":
-        from .embed_minilm import MiniLMEmbedder
-
-        return MiniLMEmbedder()
-    if name == "nomic":
-        from .embed_nomic import NomicEmbedder
-
-        return NomicEmbedder(
-            dim=int(options.get("dim") or 768),
-            inference_mode=options.get("inference_mode") or "local",
-        )
-    raise KBStoreError(f"unknown embedder {name!r}; choose one of: {', '.join(EMBEDDER_NAMES)}")
-
-
-def embedder_from_fingerprint(fingerprint: dict[str, Any], **options: Any) -> Embedder:
-    """Rebuild the embedder a database was made with."""
-    return get_embedder(fingerprint["name"], dim=fingerprint.get("dim"), **options)

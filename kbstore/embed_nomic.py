@@ -13,15 +13,15 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .embed import normalize
 from .errors import EmbedderUnavailableError
+from .settings import NOMIC_MODEL_DIR_ENV as MODEL_DIR_ENV
+from .vectors import normalize
 
 if TYPE_CHECKING:
     import numpy as np
 
 MODEL = "nomic-embed-text-v1.5"
 GGUF = "nomic-embed-text-v1.5.f16.gguf"
-MODEL_DIR_ENV = "KBSTORE_NOMIC_MODEL_DIR"
 MATRYOSHKA_DIMS = (768, 512, 256, 128, 64)
 INFERENCE_MODES = ("local", "remote", "dynamic")
 
@@ -29,13 +29,15 @@ INFERENCE_MODES = ("local", "remote", "dynamic")
 class NomicEmbedder:
     name = "nomic"
 
-    def __init__(self, dim: int = 768, inference_mode: str = "local") -> None:
+    def __init__(self, dim: int = 768, inference_mode: str = "local",
+                 model_dir: str | None = None) -> None:
         if dim not in MATRYOSHKA_DIMS:
             raise ValueError(f"nomic dimension must be one of {MATRYOSHKA_DIMS}, got {dim}")
         if inference_mode not in INFERENCE_MODES:
             raise ValueError(f"inference_mode must be one of {INFERENCE_MODES}")
         self.dim = dim
         self.inference_mode = inference_mode
+        self.model_dir = model_dir  # Settings.nomic_model_dir (env KBSTORE_NOMIC_MODEL_DIR)
         self.calls = 0
 
     def fingerprint(self) -> dict[str, Any]:
@@ -44,7 +46,7 @@ class NomicEmbedder:
                 "document_prefix": "search_document", "query_prefix": "search_query"}
 
     def _local_kwargs(self) -> dict[str, Any]:
-        model_dir = os.environ.get(MODEL_DIR_ENV)
+        model_dir = self.model_dir
         if self.inference_mode == "remote" or not model_dir:
             return {}
         if not os.path.isfile(os.path.join(model_dir, GGUF)):

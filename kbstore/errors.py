@@ -1,4 +1,5 @@
-"""Exceptions raised by kbstore. Every message says what to do next."""
+"""Every exception kbstore raises on purpose. All are :class:`KBStoreError`s,
+and every message says what to do next."""
 
 from __future__ import annotations
 
@@ -11,16 +12,36 @@ class ExtensionLoadError(KBStoreError):
     """No SQLite binding on this Python can load the sqlite-vec extension."""
 
 
+class DatabaseNotFoundError(KBStoreError, FileNotFoundError):
+    """A command that must not create a database was pointed at a missing one."""
+
+
+class NotAKnowledgeBaseError(KBStoreError):
+    """The file (or server database) exists but kbstore did not create it."""
+
+
+class ReadOnlyError(KBStoreError):
+    """A write was attempted on a store opened read-only."""
+
+
 class SchemaTooNewError(KBStoreError):
     """The database was written by a newer kbstore; it is left untouched."""
 
 
+class SchemaOutdatedError(KBStoreError):
+    """A read-only open found pending migrations (read commands never migrate)."""
+
+
 class NotInitializedError(KBStoreError):
-    """The database has no embedder fingerprint yet (run `kbstore init`)."""
+    """The database has documents but no embedder fingerprint."""
 
 
 class EmbedderMismatchError(KBStoreError):
     """The database was embedded with another model than the one requested."""
+
+
+class EmbedderChangedError(EmbedderMismatchError):
+    """Another process re-embedded the database while this store was open."""
 
 
 class EmbedderUnavailableError(KBStoreError):
@@ -31,5 +52,25 @@ class EmptyQueryError(KBStoreError, ValueError):
     """A search query was empty or blank."""
 
 
+class InvalidQueryError(KBStoreError, ValueError):
+    """A search argument (limit, topic, vector, fusion setting) is out of range."""
+
+
 class InvalidDocumentError(KBStoreError, ValueError):
     """A document (path, title, tags, dates) cannot be stored as given."""
+
+
+class DeletionRefusedError(KBStoreError):
+    """A removal looked like a mistake (e.g. an empty folder) and was not confirmed."""
+
+
+class ExchangeError(KBStoreError, ValueError):
+    """An export/import file is unreadable or not in the expected layout."""
+
+
+class HypeError(KBStoreError):
+    """The LLM gave no usable question (or failed)."""
+
+
+class BackendUnavailableError(KBStoreError):
+    """The backend for a location needs a package that is not installed."""

@@ -15,15 +15,23 @@ import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import InvalidDocumentError
-from .exchange import ExchangeError, Prepared, Written, write_prepared
+from .errors import ExchangeError, InvalidDocumentError
 from .ingest import Document, parse_file, scan_workspace
-from .store import BATCH_SIZE, ImportReport, KnowledgeStore
-from .writer import batches
+from .model import ImportReport
+from .writer import Provided
+
+if TYPE_CHECKING:
+    from .store import KnowledgeStore
+
+# An npz is a zip of .npy arrays; deflate makes 1 GiB of zeros a 1 MB file.
+# Arrays are read only if their declared size matches the zip entry and the
+# whole file expands at most this much (picobot's vectors compress ~1.1x).
+MAX_EXPANSION = 50
+MAX_BYTES_FLOOR = 64 * 1024 * 1024
 
 
 @dataclass
@@ -80,10 +88,43 @@ def _npz_doc_id(value: Any) -> str:
     return text[len("knowledge/"):] if text.startswith("knowledge/") else text
 
 
+def _check_sizes(path: str | os.PathLike[str]) -> None:
+    """Refuse a decompression bomb before numpy allocates anything."""
+    compressed = os.path.getsize(path)
+    limit = max(MAX_BYTES_FLOOR, MAX_EXPANSION * compressed)
+    total = 0
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            total += info.file_size
+            if total > limit:
+                raise ExchangeError(f"{path} would expand to over {limit:,} bytes "
+                                    f"({compressed:,} on disk); refusing it")
+            if not info.filename.endswith(".npy"):
+                continue
+            with archive.open(info) as member:
+                try:
+                    version = np.lib.format.read_magic(member)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(member)
+                except (ValueError, OSError, SyntaxError) as exc:
+                    raise ExchangeError(f"{path}: {info.filename} is not a .npy array "
+                                        f"({exc})") from exc
+            if dtype.itemsize and not dtype.hasobject:
+                declared = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                if declared > info.file_size:
+                    raise ExchangeError(f"{path}: {info.filename} claims {declared:,} bytes "
+                                        f"but holds {info.file_size:,}; refusing it")
+
+
 def _load_npz(path: str | os.PathLike[str], allow_pickle: bool) -> dict[str, np.ndarray]:
     # np.load would read a non-zip file as a pickle (or a bare .npy): refuse first.
     if not zipfile.is_zipfile(path):
         raise ExchangeError(f"{path} is not a readable npz file (not a zip archive)")
+    try:
+        _check_sizes(path)
+    except (zipfile.BadZipFile, EOFError) as exc:
+        raise ExchangeError(f"{path} is not a readable npz file: {exc}") from exc
     try:
         with np.load(path, allow_pickle=allow_pickle) as data:
             return {key: data[key] for key in data.files}
@@ -133,23 +174,23 @@ def _usable(vector: np.ndarray) -> bool:
 
 def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
                npz_path: str | os.PathLike[str], *, allow_pickle: bool = False,
-               batch_size: int = BATCH_SIZE) -> NpzReport:
-    """Bring picobot's ``embeddings.npz`` into the store, then reconcile with
-    the workspace. Fresh vectors (same body md5, the store's dimension) are
-    reused; stale, unknown, mismatched and uncovered documents are reported
-    and embedded by the normal reconcile (which also calls the LLM for HyPE
-    if the store has it enabled and the npz brought no questions)."""
+               prune: bool | None = None, batch_size: int | None = None) -> NpzReport:
+    """Bring picobot's ``embeddings.npz`` into the store while reconciling it
+    with the workspace. Fresh vectors (same body md5, the store's dimension)
+    are reused; stale, unknown, mismatched and uncovered documents are
+    reported and embedded by the same write (which also calls the LLM for
+    HyPE if the store has it enabled and the npz brought no questions)."""
     vectors, doc_ids, hashes, questions = _read_npz(npz_path, allow_pickle)
     report = NpzReport(entries=len(doc_ids))
-    fingerprint = store.embedder.fingerprint()
-    dim = int(store.embedder.dim)
+    fingerprint = store.embedder.fingerprint()  # type: ignore[union-attr]
+    dim = int(store.embedder.dim)  # type: ignore[union-attr]
     # Question vectors in the sidecar were embedded as documents (seed 000
     # has one embed call); reusable as-is only if the store embeds documents
     # and queries the same way. Otherwise keep the text, re-embed the vectors.
     symmetric = fingerprint.get("document_prefix") == fingerprint.get("query_prefix")
 
     files: dict[str, tuple[Document, Path]] = {}
-    for rel, file, reason in scan_workspace(workspace):
+    for rel, file, reason in scan_workspace(Path(workspace).expanduser()):
         if reason or file is None:
             continue  # reported by the reconcile below
         try:
@@ -159,7 +200,7 @@ def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
     latest = {doc_id: i for i, doc_id in enumerate(doc_ids)}  # a repeated id: last wins
     report.not_in_npz = sum(1 for rel in files if rel not in latest)
 
-    fresh: list[Prepared] = []
+    provided: dict[str, Provided] = {}
     for i, doc_id in enumerate(doc_ids):
         if latest[doc_id] != i:
             continue
@@ -182,20 +223,14 @@ def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
         reuse_qvecs = (symmetric and bool(qs) and all(
             v is not None and np.asarray(v).shape == (dim,) and _usable(np.asarray(v))
             for v in qvecs))
-        fresh.append(Prepared(doc, vector, [q for q, _ in qs],
-                              [np.asarray(v, np.float32) for v in qvecs] if reuse_qvecs
-                              else None))
-
-    credits: list[Written] = []
-    for batch in batches(fresh, batch_size):
-        done = write_prepared(store, batch)
-        credits.append(done)
-        report.imported_vectors += done.vectors
-        report.already_current += done.already_current
-        report.imported_questions += done.questions
-        report.reused_question_vectors += done.question_vectors
-    report.reconcile = store.import_directory(workspace, batch_size=batch_size)
-    for done in credits:
-        done.credit(report.reconcile)
+        provided[doc_id] = Provided(vector, [q for q, _ in qs] or None,
+                                    [np.asarray(v, np.float32) for v in qvecs] if reuse_qvecs
+                                    else None)
+    outcome = store.reconcile(workspace, prune=prune, batch_size=batch_size, provided=provided)
+    report.reconcile = outcome.report
+    report.imported_vectors = outcome.reused_vectors
+    report.imported_questions = outcome.imported_questions
+    report.reused_question_vectors = outcome.reused_question_vectors
+    report.already_current = len(provided) - outcome.reused_vectors
     report.embedded = report.reconcile.embedded
     return report

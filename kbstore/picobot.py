@@ -16,13 +16,19 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .backends import is_url
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
-from .ingest import TOPICS, normalize_tags, parse_file
+from .files import atomic_write, render_markdown
+from .ingest import TOPICS, make_document, normalize_tags, parse_file
+
+__all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]
+# Re-index rounds after a store(): another process may rewrite the same file
+# between our write and our index; the last writer's file must win.
+STORE_ROUNDS = 5
 
 DEFAULT_DATA_DIR = Path("~/.picobot/data")
 DEFAULT_WORKSPACE = Path("~/.picobot/workspace")
@@ -93,38 +99,6 @@ def check_title(title: Any) -> str:
     return title
 
 
-def render_markdown(meta: dict[str, Any], body: str) -> str:
-    """A markdown file with YAML frontmatter in picobot's style
-    (``tags: [a, b]``, dates as YYYY-MM-DD)."""
-    import yaml
-
-    class _Dumper(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:  # equal dates: no &id001 anchors
-            return True
-
-    head = yaml.dump(meta, Dumper=_Dumper, default_flow_style=None, sort_keys=False,
-                     allow_unicode=True, width=10_000)
-    return f"---\n{head}---\n{body.rstrip()}\n"
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder + os.replace: readers see the
-    old file or the new one, never half of one. The temp name does not end in
-    .md, so a crash never leaves a half-written document to be indexed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _existing_created(path: Path) -> Any:
     if not path.is_file():
         return None
@@ -141,7 +115,10 @@ class KnowledgeBase:
 
     ``base_path`` is the knowledge folder itself; else ``workspace/knowledge``
     (and ``workspace/skills`` is indexed too). The database lives at
-    ``data_dir/kb.sqlite``. ``embedder`` overrides the default nomic model
+    ``data_dir/kb.sqlite`` unless ``db`` names the file. ``store`` is an
+    already-open :class:`kbstore.KnowledgeStore` to index into instead (a
+    server sharing its warm model); it stays open on :meth:`close`, its owner
+    closes it. ``embedder`` overrides the default nomic model
     (``inference_mode`` 'local' or 'remote'); ``hype``/``model`` control
     HyPE question generation (``model`` is the litellm model name).
     """
@@ -150,7 +127,8 @@ class KnowledgeBase:
                  workspace: str | os.PathLike[str] | None = None,
                  data_dir: str | os.PathLike[str] | None = None,
                  inference_mode: str = "local", hype: bool = True, model: str | None = None,
-                 embedder: Embedder | str | None = None) -> None:
+                 embedder: Embedder | str | None = None,
+                 db: str | os.PathLike[str] | None = None, store: Any = None) -> None:
         if base_path is not None:
             self.base = Path(base_path).expanduser()
             self.root = self.base  # what reindex scans
@@ -161,13 +139,23 @@ class KnowledgeBase:
             self.root = ws
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else \
             DEFAULT_DATA_DIR.expanduser()
-        self.db_path = self.data_dir / DB_NAME
+        # The index: a file (default data_dir/kb.sqlite) or a postgresql:// URL.
+        self.db: str | Path = (store.location if store is not None else
+                               str(db) if db is not None and is_url(db) else
+                               Path(db).expanduser() if db is not None else
+                               self.data_dir / DB_NAME)
         self.inference_mode = inference_mode
         self.hype = hype
         self.model = model
         self._embedder = embedder
-        self._store: Any = None
+        self._store: Any = store
+        self._owns_store = store is None
         self._reconciled = False
+
+    @property
+    def db_path(self) -> Path:
+        """The index file (for a file-backed index)."""
+        return Path(self.db)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -178,18 +166,19 @@ class KnowledgeBase:
         if self._store is None:
             from .store import KnowledgeStore
 
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            if isinstance(self.db, Path):
+                self.db.parent.mkdir(parents=True, exist_ok=True)
             embedder = self._embedder if self._embedder is not None else DEFAULT_EMBEDDER
-            self._store = KnowledgeStore.open(self.db_path, embedder, hype=self.hype,
+            self._store = KnowledgeStore.open(self.db, embedder, hype=self.hype,
                                               hype_model=self.model,
                                               inference_mode=self.inference_mode)
         return self._store
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and self._owns_store:
             self._store.close()
             self._store = None
-            self._reconciled = False
+        self._reconciled = False
 
     def __enter__(self) -> KnowledgeBase:
         return self
@@ -234,23 +223,40 @@ class KnowledgeBase:
         created = _existing_created(target) or today
         meta = {"title": title, "topic": topic, "tags": tag_list, "created": created,
                 "updated": today}
+        # Refuse what the index would refuse before a file exists that every
+        # later import would skip (e.g. a 5,000-character title).
+        make_document(rel, title=title, body=body, tags=tag_list, created=created,
+                      updated=today)
         atomic_write(target, render_markdown(meta, body))
-        # Index from the file as written, so a later reindex sees no change.
-        doc = parse_file(target, rel)
         try:
-            self.knowledge_store.upsert_many([doc])
+            self._index_file(target, rel)
         except BaseException:
             self._reconciled = False  # the next search repairs the index
             raise
         return rel
 
-    def search(self, query: str, topic: str | None = None) -> str:
-        """Hybrid search; the formatted text picobot hands its agent."""
+    def _index_file(self, target: Path, rel: str) -> None:
+        """Index the file as it is on disk, then look again: if another
+        process replaced it meanwhile (two agents storing the same title),
+        index again, so the index never keeps the older version."""
+        indexed = None
+        for _ in range(STORE_ROUNDS):
+            doc = parse_file(target, rel)
+            if indexed is not None and doc.content_hash() == indexed:
+                return
+            self.knowledge_store.upsert_many([doc])
+            indexed = doc.content_hash()
+
+    def search(self, query: str, topic: str | None = None, *,
+               min_similarity: float | None = None) -> str:
+        """Hybrid search; the formatted text picobot hands its agent.
+        ``min_similarity`` overrides the database's confidence floor."""
         if not isinstance(query, str) or not query.strip():
             return "No results: the search query is empty."
         self._ensure_reconciled()
+        floor = {} if min_similarity is None else {"min_similarity": min_similarity}
         try:
-            hits = self.knowledge_store.search(query, topic=topic, limit=MAX_RESULTS)
+            hits = self.knowledge_store.search(query, topic=topic, limit=MAX_RESULTS, **floor)
         except EmptyQueryError:
             return "No results: the search query is empty."
         where = f" in topic '{topic}'" if topic else ""
@@ -272,6 +278,8 @@ class KnowledgeBase:
         if not self.root.is_dir():
             # A missing (e.g. unmounted) folder must not empty the index.
             return None
+        # Safe default: a half-missing folder (knowledge/ renamed mid-sync)
+        # keeps its documents; only ordinary removals are applied.
         report = self.knowledge_store.import_directory(self.root)
         self._reconciled = True
         return report

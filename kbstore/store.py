@@ -1,148 +1,122 @@
-"""KnowledgeStore: the public entry point (open, upsert, import, search)."""
+"""KnowledgeStore: the public entry point (open, upsert, import, search).
+
+It holds a backend (SQLite file or PostgreSQL), an embedder and the HyPE
+settings, and routes every write through the one write path
+(:mod:`kbstore.writer`) and every search through the one search pipeline
+(:mod:`kbstore.query` -> the backend's statement). No SQL here.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import db as _db
-from . import schema
-from .embed import (
-    Embedder,
-    embedder_from_fingerprint,
-    embedding_text,
-    fingerprint_id,
-    get_embedder,
-    same_model,
+from . import query as _query
+from .backends import open_backend
+from .backends.base import Backend
+from .embed import Embedder, fingerprint_id, same_model
+from .embedders import DEFAULT_EMBEDDER, embedder_from_fingerprint, get_embedder
+from .errors import (
+    EmbedderChangedError,
+    EmbedderMismatchError,
+    InvalidDocumentError,
+    NotInitializedError,
 )
-from .errors import EmbedderMismatchError, InvalidDocumentError
-from .ingest import Document, Skipped, make_document, parse_file, scan_workspace
-from .search import Hit, build_params, explain_row, make_snippet, query_terms, search_sql
-
-if TYPE_CHECKING:
-    import numpy as np
+from .hype import HypeConfig
+from .ingest import make_document, parse_file, scan_workspace
+from .model import Document, Hit, ImportReport, Skipped
+from .settings import Settings
+from .vectors import query_blob
+from .writer import Outcome, Progress, Provided, Writer
 
 log = logging.getLogger("kbstore")
-SLOTS = schema.VECTOR_SLOTS
-BATCH_SIZE = 64
-Progress = Callable[[int], None]  # called with the number of documents just handled
-
-
-def text_hash(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
-
-
-def doc_vector_hash(doc: Document) -> str:
-    return text_hash(embedding_text(doc.title, doc.tags, doc.body))
-
-
-def hype_hash(doc: Document) -> str:
-    return text_hash(doc.title, doc.body)
-
-
-@dataclass
-class ImportReport:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    embedded: int = 0          # document vectors computed
-    hype_generated: int = 0    # documents whose questions the LLM wrote
-    hype_pending: int = 0      # documents whose HyPE failed and waits for a retry
-    skipped: list[Skipped] = field(default_factory=list)
-
-    def add(self, other: ImportReport) -> None:
-        for name in ("added", "updated", "unchanged", "deleted", "embedded", "hype_generated",
-                     "hype_pending"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.skipped += other.skipped
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "skipped"}
-        data["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
-        return data
-
-
-def _resolve_embedder(embedder: Embedder | str | None, stored: dict[str, Any] | None,
-                      options: dict[str, Any]) -> Embedder:
-    if embedder is None:
-        if stored is not None:
-            return embedder_from_fingerprint(stored, **options)
-        embedder = "nomic"
-    if isinstance(embedder, str):
-        return get_embedder(embedder, **options)
-    return embedder
+# A reconcile that would delete at least this share of the store (and at
+# least MASS_DELETE_MIN documents), or everything, looks like a wrong or
+# half-mounted folder: it is refused unless prune=True.
+MASS_DELETE_SHARE = 0.5
+MASS_DELETE_MIN = 5
 
 
 class KnowledgeStore:
-    """An agent's knowledge base in one SQLite file.
+    """An agent's knowledge base. Use :meth:`open`; the store is a context
+    manager and is meant for one thread at a time."""
 
-    Use :meth:`open`; the store is a context manager. One store holds one
-    connection and is meant for one thread at a time.
-    """
+    def __init__(self, backend: Backend, embedder: Embedder | None, hype: HypeConfig,
+                 settings: Settings, *, follow_fingerprint: bool = False) -> None:
+        self.backend = backend
+        self.embedder = embedder       # None: a damaged file without a fingerprint
+        self.hype = hype
+        self.settings = settings
+        # The embedder came from the stored fingerprint: follow it when
+        # another process re-embeds the database.
+        self._follow = follow_fingerprint
+        self._fp = fingerprint_id(embedder.fingerprint()) if embedder is not None else None
+        stored = backend.get_meta("fusion")
+        if stored is not None and not isinstance(stored, dict):
+            log.warning("%s: stored fusion defaults are malformed (ignored; `kbstore doctor "
+                        "--fix` rewrites them)", backend.location)
+            stored = None
+        self.search_defaults = {k: v for k, v in (stored or {}).items() if k in _query.DEFAULTS}
 
-    def __init__(self, conn: Any, path: Path, embedder: Embedder, hype: Any) -> None:
-        from .search import DEFAULTS
-
-        self.conn = conn
-        self.path = path
-        self.embedder = embedder
-        self.hype = hype  # kbstore.hype.HypeConfig
-        # This database's fusion defaults (meta 'fusion', written at init);
-        # keys the code no longer knows are ignored.
-        stored = schema.get_meta(conn, "fusion") or {}
-        self.search_defaults = {k: v for k, v in stored.items() if k in DEFAULTS}
-
-    # -- lifecycle ---------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], embedder: Embedder | str | None = None, *,
-             hype: bool | None = None, hype_model: str | None = None,
-             binding: str | None = None, **embedder_options: Any) -> KnowledgeStore:
-        """Open (creating and migrating if needed) the store at ``path``.
+    def open(cls, location: str | os.PathLike[str], embedder: Embedder | str | None = None, *,
+             read_only: bool = False, create: bool = True, hype: bool | None = None,
+             hype_model: str | None = None, settings: Settings | None = None,
+             **embedder_options: Any) -> KnowledgeStore:
+        """Open the store at ``location`` (a file path, or a ``postgresql://``
+        URL), creating and migrating it if needed.
 
-        ``embedder`` is an Embedder or a name ('nomic', 'minilm', 'fake'); by
-        default the one the database was created with, else 'nomic'. A
-        different model than the stored fingerprint is refused.
+        ``embedder``: an Embedder or a name ('nomic', 'minilm', 'fake'); by
+        default the one the database was made with, else 'nomic'. Another
+        model than the stored one is refused -- unless the database holds no
+        documents yet, which then takes the new one. ``read_only`` never
+        creates, converts or modifies anything; ``create=False`` refuses a
+        missing database.
         """
-        from .hype import HypeConfig
-
-        conn = _db.connect(path, binding_name=binding)
+        settings = settings or Settings.from_env()
+        mode = "read" if read_only else "create" if create else "write"
+        backend = open_backend(location, mode=mode, settings=settings)
         try:
-            schema.ensure_schema(conn)
-            stored = schema.get_meta(conn, "embedder")
-            resolved = _resolve_embedder(embedder, stored, embedder_options)
-            if stored is None:
-                cls._initialize(conn, resolved)
-            elif not same_model(stored, resolved.fingerprint()):
-                raise EmbedderMismatchError(
-                    f"{path} was embedded with {fingerprint_id(stored)}, not "
-                    f"{fingerprint_id(resolved.fingerprint())}; open it with its own embedder "
-                    f"or rebuild every vector with `kbstore reembed --db {path} "
-                    f"--embedder {resolved.name}`")
+            options = {"model_dir": settings.nomic_model_dir, **embedder_options}
+            resolved, follow = cls._resolve(backend, embedder, options, read_only)
+            config = HypeConfig(enabled=settings.hype_enabled if hype is None else bool(hype),
+                                model=hype_model or settings.hype_model)
+            return cls(backend, resolved, config, settings, follow_fingerprint=follow)
         except BaseException:
-            conn.close()
+            backend.close()
             raise
-        return cls(conn, Path(path), resolved, HypeConfig.resolve(hype, hype_model))
 
     @staticmethod
-    def _initialize(conn: Any, embedder: Embedder) -> None:
-        with _db.transaction(conn):
-            if schema.get_meta(conn, "embedder") is not None:
-                return  # another process initialised it meanwhile
-            schema.set_meta(conn, "embedder", embedder.fingerprint())
-            from .search import DEFAULTS
-
-            schema.set_meta(conn, "fusion", DEFAULTS)
-            schema.create_vector_table(conn, embedder.dim)
+    def _resolve(backend: Backend, embedder: Embedder | str | None, options: dict[str, Any],
+                 read_only: bool) -> tuple[Embedder | None, bool]:
+        stored = backend.fingerprint()
+        if embedder is None and stored is not None:
+            return embedder_from_fingerprint(stored, **options), True
+        if embedder is None and backend.count() > 0:
+            log.warning("%s has documents but no embedder fingerprint: searching text only; "
+                        "`kbstore doctor --fix --embedder NAME` repairs it", backend.location)
+            return None, False
+        chosen = get_embedder(embedder or DEFAULT_EMBEDDER, **options) \
+            if not isinstance(embedder, Embedder) else embedder
+        if read_only:
+            if stored is not None and not same_model(stored, chosen.fingerprint()):
+                raise EmbedderMismatchError(_mismatch(backend.location, stored, chosen))
+            return chosen, False
+        now = backend.initialize(chosen.fingerprint(), dict(_query.DEFAULTS),
+                                 replace_if_empty=True)
+        if not now:  # documents but no fingerprint: only doctor --fix may stamp one
+            return chosen, False
+        if not same_model(now, chosen.fingerprint()):
+            raise EmbedderMismatchError(_mismatch(backend.location, now, chosen))
+        return chosen, False
 
     def close(self) -> None:
-        self.conn.close()
+        self.backend.close()
 
     def __enter__(self) -> KnowledgeStore:
         return self
@@ -150,28 +124,43 @@ class KnowledgeStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- reading -----------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return self.backend.location
 
-    _DOC_COLUMNS = "id, path, title, body, tags, topic, doc_type, created, updated, content_hash"
+    @property
+    def path(self) -> Path:
+        return Path(self.backend.location)
 
-    def _row_to_doc(self, row: Sequence[Any]) -> Document:
-        import json
-
-        return Document(path=row[1], title=row[2], body=row[3], tags=json.loads(row[4]),
-                        topic=row[5], doc_type=row[6], created=row[7], updated=row[8])
+    # -- reading ---------------------------------------------------------------------
 
     def get(self, path: str) -> Document | None:
-        row = self.conn.execute(
-            f"SELECT {self._DOC_COLUMNS} FROM documents WHERE path = ?", (path,)).fetchone()
-        return None if row is None else self._row_to_doc(row)
+        return self.backend.get(path)
+
+    def list(self, *, topic: str | None = None, limit: int | None = None,
+             recent: bool = True) -> list[Document]:
+        """Documents (of ``topic``), newest first (``recent``) or by path."""
+        return self.backend.list(topic=topic, limit=limit, recent=recent)
 
     def paths(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT path FROM documents ORDER BY path")]
+        return self.backend.paths()
 
     def __len__(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+        return self.backend.count()
 
-    # -- writing -----------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        return self.backend.status()
+
+    # -- writing ---------------------------------------------------------------------
+
+    def writer(self, hype: HypeConfig | None = None) -> Writer:
+        """The write path bound to this store's backend and embedder."""
+        self._follow_reembed()
+        if self.embedder is None or self.backend.fingerprint() is None:
+            raise NotInitializedError(
+                f"{self.location} has documents but no embedder fingerprint, so nothing can "
+                "be embedded; run `kbstore doctor --fix --embedder NAME` first")
+        return Writer(self.backend, self.embedder, hype or self.hype, self.settings.batch_size)
 
     def upsert(self, path: str, *, title: str, body: str, tags: Sequence[str] | str = (),
                topic: str | None = None, doc_type: str | None = None, created: Any = None,
@@ -183,61 +172,62 @@ class KnowledgeStore:
         report = self.upsert_many([doc])
         return "added" if report.added else "updated" if report.updated else "unchanged"
 
-    def upsert_many(self, docs: Iterable[Document], *, batch_size: int = BATCH_SIZE,
-                    progress: Progress | None = None) -> ImportReport:
+    def upsert_many(self, docs: Iterable[Document], *, batch_size: int | None = None,
+                    progress: Progress | None = None,
+                    provided: dict[str, Provided] | None = None) -> ImportReport:
         """Store documents in batches; each batch (documents, vectors, HyPE,
         hashes) is one transaction, so a failure loses only that batch."""
-        from .writer import batches, write_batch
+        return self.write(docs, batch_size=batch_size, progress=progress,
+                          provided=provided).report
 
-        report = ImportReport()
-        for batch in batches(docs, batch_size):
-            report.add(write_batch(self, batch))
-            if progress:
-                progress(len(batch))
-        return report
+    def write(self, docs: Iterable[Document], *, batch_size: int | None = None,
+              progress: Progress | None = None,
+              provided: dict[str, Provided] | None = None) -> Outcome:
+        writer = self.writer()
+        if batch_size:
+            writer.batch_size = batch_size
+        return writer.upsert(docs, progress, provided=provided)
 
     def delete(self, path: str) -> bool:
         """Remove a document and everything derived from it."""
-        with _db.transaction(self.conn):
-            return self._delete_ids(self._ids_for([path])) > 0
+        return self.delete_many([path]) > 0
 
-    def _ids_for(self, paths: Sequence[str]) -> list[int]:
-        ids: list[int] = []
-        for path in paths:
-            row = self.conn.execute("SELECT id FROM documents WHERE path = ?", (path,)).fetchone()
-            if row:
-                ids.append(int(row[0]))
-        return ids
-
-    def _delete_vectors(self, doc_ids: Sequence[int]) -> None:
-        # vec0 rows have no foreign key: delete the ids the document owns
-        # (vector_data rows go by cascade with the document).
-        for doc_id in doc_ids:
-            ids = [(r[0],) for r in self.conn.execute(
-                "SELECT vector_id FROM vector_data WHERE doc_id = ?", (doc_id,))]
-            self.conn.executemany("DELETE FROM vectors WHERE vector_id = ?", ids)
-
-    def _delete_ids(self, doc_ids: Sequence[int]) -> int:
-        """Inside a transaction: delete documents; FTS rows, tags, questions and
-        hashes follow by trigger/cascade, vec0 rows explicitly."""
-        self._delete_vectors(doc_ids)
-        self.conn.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in doc_ids])
-        return len(doc_ids)
+    def delete_many(self, paths: Sequence[str]) -> int:
+        return Writer(self.backend, self.embedder or _NoEmbedder(), self.hype,
+                      self.settings.batch_size).delete(list(paths))
 
     def import_directory(self, workspace: str | os.PathLike[str], *,
-                         batch_size: int = BATCH_SIZE, progress: Progress | None = None,
-                         delete_missing: bool = True) -> ImportReport:
+                         prune: bool | None = None, batch_size: int | None = None,
+                         progress: Progress | None = None,
+                         before_delete: Callable[[list[str]], None] | None = None
+                         ) -> ImportReport:
         """Reconcile the store with a picobot workspace by content hash.
 
         New and changed files are (re)embedded, unchanged ones cost nothing,
-        files gone from disk are deleted everywhere, unreadable files are
-        skipped with a reason (and their stored copy, if any, is kept).
+        unreadable files are skipped with a reason (their stored copy, if
+        any, is kept). Documents whose file is gone are deleted -- unless
+        that looks like a mistake (the folder holds no documents at all, or
+        the removal would take at least half of a store's documents): then
+        they are kept and listed in ``report.kept_missing``. ``prune=True``
+        deletes them anyway, ``prune=False`` never deletes. ``before_delete``
+        sees the paths about to be deleted.
         """
-        report = ImportReport()
+        return self.reconcile(workspace, prune=prune, batch_size=batch_size, progress=progress,
+                              before_delete=before_delete).report
+
+    def reconcile(self, workspace: str | os.PathLike[str], *, prune: bool | None = None,
+                  batch_size: int | None = None, progress: Progress | None = None,
+                  before_delete: Callable[[list[str]], None] | None = None,
+                  provided: dict[str, Provided] | None = None) -> Outcome:
+        """:meth:`import_directory` with vectors/questions that came with the
+        files (``provided``), returning the write path's whole outcome."""
+        root = Path(workspace).expanduser()
+        outcome = Outcome()
+        report = outcome.report
         seen: set[str] = set()
 
         def documents() -> Iterable[Document]:
-            for rel, file, reason in scan_workspace(workspace):
+            for rel, file, reason in scan_workspace(root):
                 seen.add(rel)
                 if reason or file is None:
                     report.skipped.append(Skipped(rel, reason))
@@ -249,96 +239,149 @@ class KnowledgeStore:
                     report.skipped.append(Skipped(rel, str(exc)))
                     log.warning("skipped %s: %s", rel, exc)
 
-        report.add(self.upsert_many(documents(), batch_size=batch_size, progress=progress))
-        if delete_missing:
-            gone = [p for p in self.paths() if p not in seen]
-            for start in range(0, len(gone), batch_size):
-                with _db.transaction(self.conn):  # ids resolved under the write lock
-                    ids = self._ids_for(gone[start:start + batch_size])
-                    report.deleted += self._delete_ids(ids)
-        return report
+        outcome.add(self.write(documents(), batch_size=batch_size, progress=progress,
+                               provided=provided))
+        self.backend.checkpoint()  # a bulk write: fold the WAL back (and truncate it)
+        stored = self.paths()
+        gone = [p for p in stored if p not in seen]
+        if not gone:
+            return outcome
+        mistake = not seen or (len(gone) >= MASS_DELETE_SHARE * len(stored)
+                               and len(gone) >= MASS_DELETE_MIN)
+        if prune is False or (prune is None and mistake):
+            report.kept_missing = gone
+            report.kept_reason = (
+                "prune=False" if prune is False else
+                f"{root} holds no documents at all" if not seen else
+                f"{len(gone)} of {len(stored)} documents would be deleted")
+            log.warning("kept %d document(s) missing from %s (%s); pass prune=True "
+                        "(`kbstore import --prune`) to delete them", len(gone), root,
+                        report.kept_reason)
+            return outcome
+        if before_delete is not None:
+            before_delete(gone)
+        report.deleted += self.delete_many(gone)
+        self.backend.checkpoint()
+        return outcome
 
-    # -- searching ---------------------------------------------------------
+    def reembed(self, embedder: Embedder | str, *, batch_size: int | None = None,
+                progress: Progress | None = None, **options: Any) -> int:
+        """Rebuild every vector with another embedder (and the vector table's
+        dimension) in one switch: until it completes, the old vectors serve
+        and a failure changes nothing. Returns documents embedded."""
+        from .reembed import reembed
+
+        new = get_embedder(embedder, **{"model_dir": self.settings.nomic_model_dir,
+                                        **options}) if isinstance(embedder, str) else embedder
+        done = reembed(self.backend, new, batch_size=batch_size or self.settings.batch_size,
+                       progress=progress)
+        self._set_embedder(new, follow=False)
+        self.backend.checkpoint()
+        return done
+
+    def restamp(self, embedder: Embedder) -> int:
+        """Record ``embedder`` for a file whose fingerprint was lost and embed
+        every document with it (documents and questions are kept)."""
+        self.backend.restamp(embedder.fingerprint())
+        self._set_embedder(embedder, follow=False)
+        return self.refresh()
+
+    def refresh(self, progress: Progress | None = None) -> int:
+        """Make every document's derived data current without the LLM (missing
+        or stale vectors, question vectors; stale questions dropped). Returns
+        document vectors embedded."""
+        writer = self.writer()
+        done = 0
+        for batch in self.backend.iter_documents(self.settings.batch_size):
+            done += writer.derive(batch).report.embedded
+            if progress:
+                progress(len(batch))
+        return done
+
+    # -- searching -------------------------------------------------------------------
 
     def search(self, query: str, *, topic: str | None = None, limit: int = 10,
-               explain: bool = False, query_vector: np.ndarray | bytes | list[float] | None = None,
-               now: str | None = None, **settings: Any) -> list[Hit]:
-        """Hybrid search; see kbstore/sql/search.sql for the ranking.
+               explain: bool = False, query_vector: Any = None, now: Any = None,
+               **settings: Any) -> list[Hit]:
+        """Hybrid search; see kbstore/backends/sqlite/search.sql for the ranking.
 
         ``settings`` override fusion parameters (fusion='rrf'|'convex', k_rrf,
-        w_fm/w_fts/w_vec, boosts, half_life_days, min_similarity, ...).
+        w_fm/w_fts/w_vec, boosts, half_life_days (None or 0: no decay),
+        min_similarity, ...) over the database's stored defaults.
         """
-        if query_vector is None and isinstance(query, str) and query.strip():
-            query_vector = self.embedder.embed_queries([query])[0]
-        params = build_params(query, query_vector, topic=topic, limit=limit, now=now,
-                              **{**self.search_defaults, **settings})
-        if params["qvec"] is None:  # no vector side: an empty KNN
-            params["qvec"] = bytes(4 * self.embedder.dim)  # float32 zeros
-            params["vec_k_doc"] = params["vec_k_hype"] = 0
-        # One read snapshot for the ranking and the snippets' bodies: with a
-        # writer committing in between, a hit's title and snippet could
-        # otherwise come from two versions of the document.
-        snapshot = not self.conn.in_transaction
-        if snapshot:
-            self.conn.execute("BEGIN")
-        try:
-            cursor = self.conn.execute(search_sql(), params)
-            columns = [c[0] for c in cursor.description]
-            rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-            return self._hits(rows, query, explain)
-        finally:
-            if snapshot and self.conn.in_transaction:
-                self.conn.execute("COMMIT")
+        request, _ = self._request(query, topic, limit, explain, query_vector, now, settings)
+        return self.backend.search(request)
 
-    def _hits(self, rows: list[dict[str, Any]], query: str, explain: bool) -> list[Hit]:
-        import json
+    def shell_script(self, query: str, *, topic: str | None = None, limit: int = 10,
+                     now: Any = None, **settings: Any) -> str:
+        """A script for the backend's own shell that runs the same statement
+        with the same parameters as :meth:`search`."""
+        request, vector = self._request(query, topic, limit, False, None, now, settings)
+        return self.backend.shell_script(request, vector)
 
-        terms = query_terms(query)
-        hits = []
-        for row in rows:
-            body = self.conn.execute("SELECT body FROM documents WHERE id = ?",
-                                     (row["doc_id"],)).fetchone()[0]
-            hits.append(Hit(path=row["path"], title=row["title"], tags=json.loads(row["tags"]),
-                            doc_type=row["doc_type"], topic=row["topic"],
-                            updated=row["updated"], score=float(row["score"]),
-                            snippet=make_snippet(body, terms),
-                            explain=explain_row(row) if explain else None))
-        return hits
+    def _request(self, query: Any, topic: Any, limit: Any, explain: bool, query_vector: Any,
+                 now: Any, settings: dict[str, Any]) -> tuple[Any, list[float] | None]:
+        resolved = _query.resolve_settings(self.search_defaults, settings)
+        # Validate the query before paying for its embedding.
+        _query.analyse(query, None, topic=topic, limit=limit, now=now, settings=resolved)
+        self._follow_reembed()
+        vector: list[float] | None = None
+        blob = None
+        if query_vector is not None:
+            blob = query_blob(query_vector, self._dim())
+        elif self.embedder is not None and self.backend.fingerprint() is not None:
+            raw = self.embedder.embed_queries([query])[0]
+            vector = [float(x) for x in raw]
+            blob = query_blob(vector, self._dim())
+        request = _query.analyse(query, blob, topic=topic, limit=limit, now=now,
+                                 settings=resolved, explain=explain)
+        if vector is None and blob is not None:
+            import array
 
-    # -- maintenance -------------------------------------------------------
+            vector = list(array.array("f", blob))
+        return request, vector
 
-    def status(self) -> dict[str, Any]:
-        conn = self.conn
-        current = schema.state(conn)
+    def _dim(self) -> int:
+        stored = self.backend.fingerprint() or {}
+        return int(stored.get("dim") or (self.embedder.dim if self.embedder else 0))
 
-        def count(sql: str, *args: Any) -> int:
-            return int(conn.execute(sql, args).fetchone()[0])
+    def _follow_reembed(self) -> None:
+        """Another process may have re-embedded the database since this store
+        opened: follow it (embedder from the fingerprint) or refuse clearly."""
+        stored = self.backend.fingerprint()
+        if stored is None or self._fp is None or fingerprint_id(stored) == self._fp:
+            return
+        if not self._follow:
+            raise EmbedderChangedError(_mismatch(self.location, stored, self.embedder)
+                                       + " (it was re-embedded by another process)")
+        self._set_embedder(embedder_from_fingerprint(
+            stored, model_dir=self.settings.nomic_model_dir), follow=True)
 
-        return {
-            "path": str(self.path),
-            "schema_version": current.version,
-            "pending_migrations": current.pending,
-            "documents": count("SELECT count(*) FROM documents"),
-            "vectors": count("SELECT count(*) FROM vectors"),
-            "doc_vectors": count("SELECT count(*) FROM derived WHERE kind = 'doc_vector'"),
-            "hype_questions": count("SELECT count(*) FROM hype_questions"),
-            "hype_pending": count("SELECT count(*) FROM derived WHERE kind = 'hype_questions' "
-                                  "AND status = 'pending'"),
-            "embedder": schema.get_meta(conn, "embedder"),
-            "file_bytes": sum(os.path.getsize(p) for p in
-                              (str(self.path), f"{self.path}-wal") if os.path.exists(p)),
-        }
+    def _set_embedder(self, embedder: Embedder, *, follow: bool) -> None:
+        self.embedder = embedder
+        self._fp = fingerprint_id(embedder.fingerprint())
+        self._follow = follow
 
-    def reembed(self, embedder: Embedder | str, *, batch_size: int = BATCH_SIZE,
-                progress: Progress | None = None, **options: Any) -> int:
-        """Rebuild every vector with another embedder (and the vec0 table's
-        dimension). Documents and questions are kept. Returns documents done."""
-        from .writer import embed_existing
 
-        new = get_embedder(embedder, **options) if isinstance(embedder, str) else embedder
-        with _db.transaction(self.conn):
-            schema.create_vector_table(self.conn, new.dim)
-            self.conn.execute("DELETE FROM derived WHERE kind IN ('doc_vector', 'hype_vectors')")
-            schema.set_meta(self.conn, "embedder", new.fingerprint())
-        self.embedder = new
-        return embed_existing(self, batch_size=batch_size, progress=progress)
+def _mismatch(location: str, stored: dict[str, Any], embedder: Any) -> str:
+    theirs = fingerprint_id(embedder.fingerprint()) if embedder is not None else "none"
+    return (f"{location} was embedded with {fingerprint_id(stored)}, not {theirs}; open it "
+            f"with its own embedder or rebuild every vector with `kbstore reembed --db "
+            f"{location} --embedder {getattr(embedder, 'name', 'NAME')}`")
+
+
+class _NoEmbedder:
+    """Stands in where only deletions happen (no vector is ever made)."""
+
+    name, dim = "none", 0
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"name": "none"}
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        raise NotInitializedError("no embedder")
+
+    embed_queries = embed_documents
+
+
+__all__ = ["ImportReport", "KnowledgeStore"]

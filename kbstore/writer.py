@@ -1,45 +1,54 @@
-"""Writing a batch of documents with their derived data.
+"""The one write path. Every producer of documents and derived data --
+imports, upserts, the HyPE job, JSONL/npz vectors, doctor's repairs -- goes
+through :class:`Writer`:
 
-The slow work -- embedding, asking the LLM for HyPE questions -- happens
-before the write lock is taken; then documents, vectors, questions and hash
-rows are written in ONE transaction. An exception before the commit leaves
-the database exactly as it was before the batch.
+1. plan: read what the backend holds for a batch's paths and decide per
+   document what must be (re)made, by content hash and model;
+2. produce, with no lock held: embed documents, ask the LLM, embed questions
+   (or take vectors and questions that came with the input);
+3. apply: ONE backend transaction re-checks that each document is still as
+   planned and writes it with its derived data, or reports it stale.
+
+Stale content writes are planned again (another writer came first); after a
+few rounds a batch is planned and applied under the write lock. A stale
+derived-only change (HyPE, repairs) is dropped: the writer of the new
+content owns its derived data. A new kind of derived data is one more rule
+in :meth:`Writer._plan` and one more step in :meth:`Writer._produce`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from . import db as _db
-from .embed import embedding_text, fingerprint_id
-from .ingest import Document
+from .embed import Embedder, embedding_text, fingerprint_id
+from .hype import HypeConfig, generate_many
+from .model import (
+    DOC_VECTOR,
+    HYPE_QUESTIONS,
+    HYPE_VECTORS,
+    OK,
+    PENDING,
+    Applied,
+    Change,
+    Document,
+    ImportReport,
+    Questions,
+    Skipped,
+    Stored,
+)
+from .vectors import unit, usable
 
 if TYPE_CHECKING:
-    from .store import ImportReport, KnowledgeStore, Progress
+    from .backends.base import Backend
 
-SLOTS = 32
-
-
-@dataclass
-class _Plan:
-    doc: Document
-    doc_id: int | None           # existing row, if any
-    changed: bool                # stored fields differ
-    need_vector: bool
-    vector_hash: str
-    hype_hash: str
-    need_hype: bool              # ask the LLM
-    old_questions: list[str]
-    need_hype_vectors: bool      # questions exist but their vectors do not
-    meta_changed: bool = False   # topic/doc_type changed: vec0 metadata to update
-    stale_hype: bool = False     # stored questions describe older content
-    hype_current: bool = False   # stored questions were made from this content
+log = logging.getLogger("kbstore.writer")
+Progress = Callable[[int], None]  # called with the number of documents just handled
+REPLANS = 8
+IMPORTED_QUESTIONS_MODEL = "imported"  # recorded when the LLM that wrote them is unknown
+MAX_QUESTION_CHARS = 300
 
 
 def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -53,218 +62,292 @@ def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _plan_batch(store: KnowledgeStore, docs: list[Document]) -> list[_Plan]:
-    """Decide per document what must be (re)made, with three queries for the
-    whole batch rather than several per document (re-sync of an unchanged
-    workspace is all reads)."""
-    from .store import doc_vector_hash, hype_hash
-
-    conn = store.conn
-    fp = fingerprint_id(store.embedder.fingerprint())
-    paths = json.dumps([d.path for d in docs])
-    rows = {r[1]: r for r in conn.execute(
-        "SELECT id, path, content_hash, topic, doc_type FROM documents "
-        "WHERE path IN (SELECT value FROM json_each(?))", (paths,))}
-    ids = json.dumps([r[0] for r in rows.values()])
-    derived: dict[int, dict[str, tuple[str, str, str]]] = {}
-    for doc_id, kind, chash, model, status in conn.execute(
-            "SELECT doc_id, kind, content_hash, model, status FROM derived "
-            "WHERE doc_id IN (SELECT value FROM json_each(?))", (ids,)):
-        derived.setdefault(doc_id, {})[kind] = (chash, model, status)
-    plans: list[_Plan] = []
-    for doc in docs:
-        vhash, hhash = doc_vector_hash(doc), hype_hash(doc)
-        row = rows.get(doc.path)
-        if row is None:
-            plans.append(_Plan(doc, None, True, True, vhash, hhash, store.hype.enabled, [], False))
+def storable_questions(texts: Any, limit: int) -> list[str]:
+    """Questions that can be stored: strings, valid UTF-8, no NUL, one line,
+    not too long, not repeated."""
+    out: list[str] = []
+    for text in texts if isinstance(texts, (list, tuple)) else []:
+        if not isinstance(text, str):
             continue
-        doc_id = int(row[0])
-        made = derived.get(doc_id, {})
-        vec = made.get("doc_vector")
-        hq, hv = made.get("hype_questions"), made.get("hype_vectors")
-        hype_current = hq is not None and hq[0] == hhash and hq[2] == "ok"
-        need_hype_vectors = hype_current and (hv is None or hv[1] != fp or hv[0] != hhash)
-        questions = [q for (q,) in conn.execute(
-            "SELECT question FROM hype_questions WHERE doc_id = ? ORDER BY position",
-            (doc_id,))] if need_hype_vectors else []
-        plans.append(_Plan(
-            doc, doc_id, row[2] != doc.content_hash(),
-            need_vector=vec is None or vec[0] != vhash or vec[1] != fp,
-            vector_hash=vhash, hype_hash=hhash,
-            need_hype=store.hype.enabled and not hype_current,
-            old_questions=questions, need_hype_vectors=need_hype_vectors and bool(questions),
-            meta_changed=(row[3], row[4]) != (doc.topic, doc.doc_type),
-            stale_hype=hq is not None and hq[0] != hhash, hype_current=hype_current))
-    return plans
+        line = " ".join(text.split())
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            continue
+        if line and "\x00" not in line and len(line) <= MAX_QUESTION_CHARS and line not in out:
+            out.append(line)
+    return out[:limit]
 
 
-# Plans are made without the write lock, so another process (daemon + CLI)
-# may commit to the same documents first: an insert would then hit the
-# UNIQUE path, an update a deleted row, a kept vector newer content. The plan
-# is re-made under the lock; if it changed, the batch is planned again.
-REPLANS = 8
+@dataclass
+class Provided:
+    """Derived data that came with a document (a JSONL export, picobot's npz):
+    used instead of the embedder/LLM when it fits the store."""
+
+    vector: Any = None
+    questions: list[str] | None = None
+    question_vectors: list[Any] | None = None
+    questions_model: str = IMPORTED_QUESTIONS_MODEL
 
 
-class _StalePlanError(Exception):
-    """Another writer changed this batch's documents after it was planned."""
+@dataclass
+class _Work:
+    change: Change
+    content: Document                 # what derived data is made from
+    retry: bool                       # a content write: plan again when stale
+    embed_doc: bool = False
+    ask_llm: bool = False
+    keep_good_questions: bool = False  # an LLM failure must not drop current ones
+    embed_questions: bool = False     # change.questions.texts need vectors
+    reused_vector: bool = False
+    reused_questions: bool = False
 
 
-def write_batch(store: KnowledgeStore, docs: list[Document]) -> ImportReport:
-    for _ in range(REPLANS):
-        with contextlib.suppress(_StalePlanError):
-            return _write_batch(store, docs, locked=False)
-    # Still racing a busy writer: plan, embed and write under the lock.
-    with _db.transaction(store.conn):
-        return _write_batch(store, docs, locked=True)
+@dataclass
+class Outcome:
+    """What a batch did beyond the ImportReport counts."""
+
+    report: ImportReport = field(default_factory=ImportReport)
+    changed: list[str] = field(default_factory=list)   # derived-only, content moved on
+    reused_vectors: int = 0
+    reused_question_vectors: int = 0
+    imported_questions: int = 0
+    llm_calls: int = 0
+    llm_failures: list[str] = field(default_factory=list)
+
+    def add(self, part: Outcome) -> None:
+        self.report.add(part.report)
+        self.changed += part.changed
+        self.reused_vectors += part.reused_vectors
+        self.reused_question_vectors += part.reused_question_vectors
+        self.imported_questions += part.imported_questions
+        self.llm_calls += part.llm_calls
+        self.llm_failures += part.llm_failures
 
 
-def _write_batch(store: KnowledgeStore, docs: list[Document], *, locked: bool) -> ImportReport:
-    from .store import ImportReport
+class Writer:
+    def __init__(self, backend: Backend, embedder: Embedder, hype: HypeConfig,
+                 batch_size: int) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self.hype = hype
+        self.batch_size = batch_size
+        self.fp = fingerprint_id(embedder.fingerprint())
 
-    report = ImportReport()
-    # Last one wins if a batch names the same path twice.
-    unique = list({d.path: d for d in docs}.values())
-    plans = _plan_batch(store, unique)
-    work = [p for p in plans if p.changed or p.need_vector or p.need_hype or p.need_hype_vectors
-            or p.meta_changed or p.stale_hype]
-    report.unchanged = len(plans) - len(work)
-    if not work:
-        return report
+    # -- entry points ----------------------------------------------------------------
 
-    # 1. Slow work, no lock held.
-    to_embed = [p for p in work if p.need_vector]
-    doc_vectors = store.embedder.embed_documents(
-        [embedding_text(p.doc.title, p.doc.tags, p.doc.body) for p in to_embed])
-    questions: dict[str, list[str]] = {}
-    errors: dict[str, str] = {}
-    asked = [p for p in work if p.need_hype]
-    if asked:
-        from .hype import generate_many
-
-        questions, errors = generate_many(store.hype, [(p.doc.path, p.doc.title, p.doc.body)
-                                                       for p in asked])
-    for p in work:
-        if not p.need_hype and p.need_hype_vectors:
-            questions[p.doc.path] = p.old_questions
-    flat = [(path, i, q) for path, qs in questions.items() for i, q in enumerate(qs, start=1)]
-    # Questions are queries: embed them like queries (question-to-question match).
-    question_vectors = store.embedder.embed_queries([q for _, _, q in flat])
-
-    # 2. One transaction for everything this batch writes.
-    vec_by_path = {p.doc.path: v for p, v in zip(to_embed, doc_vectors, strict=True)}
-    qvec_by_path: dict[str, list[tuple[int, str, np.ndarray]]] = {}
-    for (path, pos, q), vec in zip(flat, question_vectors, strict=True):
-        qvec_by_path.setdefault(path, []).append((pos, q, vec))
-    fp = fingerprint_id(store.embedder.fingerprint())
-    with contextlib.nullcontext() if locked else _db.transaction(store.conn):
-        if not locked and _plan_batch(store, unique) != plans:
-            raise _StalePlanError  # rolled back: nothing of this batch was written
-        for p in work:
-            doc_id = _write_document(store.conn, p)
-            if p.doc_id is None:
-                report.added += 1
-            elif p.changed:
-                report.updated += 1
-            else:
-                report.unchanged += 1
-            if p.meta_changed and not p.need_vector:
-                store.conn.execute(
-                    "UPDATE vectors SET topic = ?, doc_type = ? WHERE vector_id = ?",
-                    (p.doc.topic, p.doc.doc_type, doc_id * SLOTS))
-            if p.doc.path in vec_by_path:
-                _write_vector(store.conn, doc_id, 0, "doc", p.doc, vec_by_path[p.doc.path])
-                _mark(store.conn, doc_id, "doc_vector", p.vector_hash, fp)
-                report.embedded += 1
-            if p.stale_hype and (not p.need_hype or p.doc.path in errors):
-                _replace_questions(store.conn, doc_id, p.doc, [])
-                store.conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind IN "
-                                   "('hype_questions', 'hype_vectors')", (doc_id,))
-            if p.need_hype and p.doc.path in errors:
-                _mark(store.conn, doc_id, "hype_questions", p.hype_hash, store.hype.model,
-                      status="pending", error=errors[p.doc.path])
-                report.hype_pending += 1
-            if p.doc.path in qvec_by_path or (p.need_hype and p.doc.path in questions):
-                _replace_questions(store.conn, doc_id, p.doc, qvec_by_path.get(p.doc.path, []))
-                if p.need_hype:
-                    _mark(store.conn, doc_id, "hype_questions", p.hype_hash, store.hype.model)
-                    report.hype_generated += 1
-                _mark(store.conn, doc_id, "hype_vectors", p.hype_hash, fp)
-    return report
-
-
-def _write_document(conn: Any, p: _Plan) -> int:
-    d = p.doc
-    values = (d.title, json.dumps(d.tags, ensure_ascii=False), d.body, d.topic, d.doc_type,
-              d.created, d.updated, d.content_hash())
-    if p.doc_id is None:
-        cur = conn.execute(
-            "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "
-            "content_hash, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*values, d.path))
-        return int(cur.lastrowid)
-    if p.changed:
-        conn.execute(
-            "UPDATE documents SET title = ?, tags = ?, body = ?, topic = ?, doc_type = ?, "
-            "created = ?, updated = ?, content_hash = ? WHERE id = ?", (*values, p.doc_id))
-    return p.doc_id
-
-
-def _write_vector(conn: Any, doc_id: int, slot: int, kind: str, doc: Document,
-                  vector: np.ndarray, *, replace: bool = True) -> None:
-    """Write one vector (vec0 sign bits + float32 copy). ``replace=False``
-    when the slot is known to be empty: the vec0 DELETE costs as much as the
-    INSERT (measured: 1.3 s per 14,000 vectors)."""
-    vector_id = doc_id * SLOTS + slot
-    blob = np.asarray(vector, dtype=np.float32).tobytes()
-    if replace:  # vec0 has no INSERT OR REPLACE (sqlite-vec #127): delete, then insert.
-        conn.execute("DELETE FROM vectors WHERE vector_id = ?", (vector_id,))
-    conn.execute(
-        "INSERT INTO vectors (vector_id, kind, embedding_bits, doc_id, topic, doc_type)"
-        " VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
-        (vector_id, kind, blob, doc_id, doc.topic, doc.doc_type))
-    conn.execute("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding) "
-                 "VALUES (?, ?, ?)", (vector_id, doc_id, blob))
-
-
-def _replace_questions(conn: Any, doc_id: int, doc: Document,
-                       items: list[tuple[int, str, np.ndarray]]) -> None:
-    # vector_data lists every vector the document has (written together with
-    # vec0), so after these deletes the question slots are free.
-    stale = conn.execute("SELECT vector_id FROM vector_data WHERE doc_id = ? AND vector_id <> ?",
-                         (doc_id, doc_id * SLOTS)).fetchall()
-    conn.executemany("DELETE FROM vectors WHERE vector_id = ?", stale)
-    conn.executemany("DELETE FROM vector_data WHERE vector_id = ?", stale)
-    conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
-    for pos, question, vector in items:
-        conn.execute("INSERT INTO hype_questions (doc_id, position, question) VALUES (?, ?, ?)",
-                     (doc_id, pos, question))
-        _write_vector(conn, doc_id, pos, "hype", doc, vector, replace=False)
-
-
-def _mark(conn: Any, doc_id: int, kind: str, content_hash: str, model: str,
-          status: str = "ok", error: str | None = None) -> None:
-    conn.execute(
-        "INSERT INTO derived (doc_id, kind, content_hash, model, status, error) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id, kind) DO UPDATE SET "
-        "content_hash = excluded.content_hash, model = excluded.model, status = excluded.status,"
-        " error = excluded.error, made_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
-        (doc_id, kind, content_hash, model, status, error))
-
-
-def embed_existing(store: KnowledgeStore, *, batch_size: int,
-                   progress: Progress | None = None) -> int:
-    """(Re)embed documents and questions that lack current vectors, without
-    calling the LLM. Used by reembed and doctor --fix."""
-    hype_enabled = store.hype.enabled
-    store.hype.enabled = False  # never ask the LLM here; keep existing questions
-    try:
-        done = 0
-        paths = [r[0] for r in store.conn.execute("SELECT path FROM documents ORDER BY id")]
-        for start in range(0, len(paths), batch_size):
-            docs = [store.get(p) for p in paths[start:start + batch_size]]
-            report = write_batch(store, [d for d in docs if d is not None])
-            done += report.embedded
+    def upsert(self, docs: Iterable[Document], progress: Progress | None = None, *,
+               provided: dict[str, Provided] | None = None) -> Outcome:
+        """Store documents (and what they need) in batches of one transaction each."""
+        total = Outcome()
+        for batch in batches(docs, self.batch_size):
+            unique = list({d.path: d for d in batch}.values())  # last one wins
+            total.add(self._content_batch(unique, provided or {}))
             if progress:
-                progress(len(docs))
-        return done
-    finally:
-        store.hype.enabled = hype_enabled
+                progress(len(batch))
+        return total
+
+    def delete(self, paths: Sequence[str]) -> int:
+        """Remove documents and everything derived from them; returns how many."""
+        deleted = 0
+        for batch in batches(paths, self.batch_size):
+            for _ in range(REPLANS + 1):
+                stored = self.backend.stored(batch)
+                changes = [Change(p, stored[p], delete=True) for p in batch if p in stored]
+                applied = self.backend.apply(changes)
+                deleted += len(applied.deleted)
+                batch = applied.stale
+                if not batch:
+                    break
+        return deleted
+
+    def derive(self, items: Sequence[tuple[Document, Stored]], *, ask_llm: bool = False,
+               force_llm: bool = False, hype: HypeConfig | None = None) -> Outcome:
+        """Derived data only, for documents as they are stored: missing or
+        stale vectors, question vectors, stale questions dropped -- and HyPE
+        questions with ``ask_llm`` (``force_llm``: even current ones)."""
+        works = [w for w in (self._plan(doc.path, stored, None, doc, ask_llm=ask_llm,
+                                        force_llm=force_llm, provided=None)
+                             for doc, stored in items) if w is not None]
+        out = Outcome()
+        out.report.unchanged = len(items) - len(works)
+        if works:
+            self._produce(works, hype or self.hype, out)
+            self._apply(works, out)
+        return out
+
+    # -- one content batch -------------------------------------------------------------
+
+    def _content_batch(self, docs: list[Document], provided: dict[str, Provided]) -> Outcome:
+        out = Outcome()
+        pending = docs
+        for _ in range(REPLANS):
+            pending = self._content_round(pending, provided, out)
+            if not pending:
+                return out
+        # Still racing a busy writer: plan, produce and apply under the lock.
+        with self.backend.write_lock():
+            left = self._content_round(pending, provided, out)
+        if left:  # cannot happen under the lock; never lose them silently
+            out.report.skipped += [Skipped(p.path, "changed by another writer repeatedly")
+                                   for p in left]
+        return out
+
+    def _content_round(self, docs: list[Document], provided: dict[str, Provided],
+                       out: Outcome) -> list[Document]:
+        stored = self.backend.stored([d.path for d in docs])
+        works = []
+        for doc in docs:
+            work = self._plan(doc.path, stored.get(doc.path), doc, doc, ask_llm=self.hype.enabled,
+                              force_llm=False, provided=provided.get(doc.path))
+            if work is None:
+                out.report.unchanged += 1
+            else:
+                works.append(work)
+        if not works:
+            return []
+        self._produce(works, self.hype, out)
+        stale = set(self._apply(works, out))
+        return [d for d in docs if d.path in stale]
+
+    # -- planning ------------------------------------------------------------------
+
+    def _plan(self, path: str, stored: Stored | None, doc: Document | None,
+              content: Document, *, ask_llm: bool, force_llm: bool,
+              provided: Provided | None) -> _Work | None:
+        changed = doc is not None and (stored is None or stored.content_hash != doc.content_hash())
+        work = _Work(Change(path, stored, document=doc if changed else None,
+                            vector_model=self.fp), content, retry=doc is not None)
+        change = work.change
+        made = stored.derived if stored is not None else {}
+        vhash, hhash = content.vector_hash(), content.hype_hash()
+
+        dv = made.get(DOC_VECTOR)
+        if dv is None or dv.content_hash != vhash or dv.model != self.fp:
+            change.vector_hash = vhash
+            if provided is not None and usable(provided.vector, self.embedder.dim):
+                change.doc_vector, work.reused_vector = unit(provided.vector), True
+            else:
+                work.embed_doc = True
+
+        hq, hv = made.get(HYPE_QUESTIONS), made.get(HYPE_VECTORS)
+        current = hq is not None and hq.status == OK and hq.content_hash == hhash
+        given = storable_questions(provided.questions if provided else None,
+                                   self.backend.max_questions)
+        if current and not force_llm:
+            if hv is None or hv.content_hash != hhash or hv.model != self.fp:
+                texts = self.backend.questions(path) if stored is not None else []
+                if texts:
+                    change.questions = Questions(hhash, hq.model, texts)
+                    work.embed_questions = True
+        elif given and not force_llm:
+            change.questions = Questions(hhash, provided.questions_model, given)  # type: ignore[union-attr]
+            work.reused_questions = True
+            vectors = provided.question_vectors if provided else None
+            if vectors is not None and len(vectors) >= len(given) and all(
+                    usable(v, self.embedder.dim) for v in vectors[:len(given)]):
+                change.questions.vectors = [unit(v) for v in vectors[:len(given)]]
+            else:
+                work.embed_questions = True
+        elif ask_llm or force_llm:
+            work.ask_llm, work.keep_good_questions = True, current
+        elif hq is not None and hq.content_hash != hhash:
+            change.drop_questions = True  # describe older content
+
+        if (change.document is None and change.doc_vector is None and not work.embed_doc
+                and change.questions is None and not work.ask_llm and not change.drop_questions):
+            return None
+        return work
+
+    # -- producing (no lock held) -----------------------------------------------------------
+
+    def _produce(self, works: list[_Work], hype: HypeConfig, out: Outcome) -> None:
+        to_embed = [w for w in works if w.embed_doc]
+        if to_embed:
+            vectors = self.embedder.embed_documents(
+                [embedding_text(w.content.title, w.content.tags, w.content.body)
+                 for w in to_embed])
+            for work, vector in zip(to_embed, vectors, strict=True):
+                if usable(vector, self.embedder.dim):
+                    work.change.doc_vector = unit(vector)
+                else:  # stored without a vector; the next import tries again
+                    work.embed_doc = False
+                    out.report.skipped.append(Skipped(work.change.path, "the embedder returned "
+                                                      "an unusable vector (NaN, zero or wrong "
+                                                      "size); stored without one"))
+        asked = [w for w in works if w.ask_llm]
+        if asked:
+            questions, errors = generate_many(
+                hype, [(w.change.path, w.content.title, w.content.body) for w in asked])
+            # Items the breaker never sent (the LLM kept failing) cost no call.
+            out.llm_calls += len(asked) - sum(1 for e in errors.values()
+                                              if e.startswith("skipped:"))
+            for work in asked:
+                hhash = work.content.hype_hash()
+                texts = storable_questions(questions.get(work.change.path),
+                                           self.backend.max_questions)
+                if texts:
+                    work.change.questions = Questions(hhash, hype.model, texts)
+                    work.embed_questions = True
+                else:
+                    error = errors.get(work.change.path) or "the LLM answer held no usable question"
+                    out.llm_failures.append(work.change.path)
+                    if not work.keep_good_questions:
+                        work.change.questions = Questions(hhash, hype.model, status=PENDING,
+                                                          error=error)
+        needing = [w for w in works if w.embed_questions and w.change.questions is not None]
+        flat = [t for w in needing for t in w.change.questions.texts]  # type: ignore[union-attr]
+        if flat:
+            # Questions are queries: embed them like queries (question-to-question match).
+            vectors = list(self.embedder.embed_queries(flat))
+            for work in needing:
+                q = work.change.questions
+                assert q is not None
+                mine, vectors = vectors[:len(q.texts)], vectors[len(q.texts):]
+                if all(usable(v, self.embedder.dim) for v in mine):
+                    q.vectors = [unit(v) for v in mine]
+                else:
+                    work.change.questions = None
+                    out.report.skipped.append(Skipped(work.change.path, "the embedder returned "
+                                                      "unusable question vectors; HyPE left "
+                                                      "for a later run"))
+
+    # -- applying -------------------------------------------------------------------
+
+    def _apply(self, works: list[_Work], out: Outcome) -> list[str]:
+        """Apply; returns the stale paths of content writes (to plan again)."""
+        changes = [w.change for w in works]
+        applied: Applied = self.backend.apply(changes, self.fp)
+        stale = set(applied.stale)
+        report = out.report
+        report.added += len(applied.added)
+        report.updated += len(applied.updated)
+        written = set(applied.added) | set(applied.updated)
+        retry = []
+        for work in works:
+            path = work.change.path
+            if path in stale:
+                if work.retry:
+                    retry.append(path)
+                else:
+                    out.changed.append(path)
+                continue
+            if work.retry and path not in written:
+                report.unchanged += 1  # only derived data was (re)made
+            change = work.change
+            if change.doc_vector is not None:
+                if work.reused_vector:
+                    out.reused_vectors += 1
+                else:
+                    report.embedded += 1
+            q = change.questions
+            if q is not None and work.ask_llm:
+                if q.status == OK:
+                    report.hype_generated += 1
+                else:
+                    report.hype_pending += 1
+            if q is not None and work.reused_questions:
+                out.imported_questions += len(q.texts)
+                if not work.embed_questions:
+                    out.reused_question_vectors += len(q.texts)
+        return retry

@@ -1,5 +1,4 @@
-"""PostgreSQL fixtures (a pytest plugin: ``pytest_plugins = ["conftest_pg"]``
-in conftest.py, or import the fixtures into a test module).
+"""PostgreSQL fixtures (a pytest plugin, loaded by tests/conftest.py).
 
 - ``pg_server``: one real server per test session (bundled, or the one in
   KBSTORE_TEST_PG_URL); started only when a test asks for it.
@@ -15,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pg_server
 import pytest
+
+from tests import pg_server
 
 
 @pytest.fixture(scope="session")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 import click
 
-from .. import db as _db
-from .. import migrations as _migrations  # type: ignore[attr-defined]  # package-dir mapped
-from .. import schema
-from ..embed import EMBEDDER_NAMES
-from . import cli, db_option, echo_json, friendly_errors, json_option
+from ..embedders import EMBEDDER_NAMES
+from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
 
 
 @cli.command()
@@ -18,43 +17,61 @@ from . import cli, db_option, echo_json, friendly_errors, json_option
 @click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), default="nomic", show_default=True,
               help="Embedding model; its fingerprint is stored in the file.")
 @click.option("--dim", type=int, default=None,
-              help="Vector dimension (nomic: 768, 512, 256; fake: any multiple of 8).")
+              help="Vector dimension (nomic: 768, 512, 256, 128, 64; fake: any multiple of 8).")
 @click.option("--inference-mode", type=click.Choice(["local", "remote", "dynamic"]),
               default="local", show_default=True, help="nomic only.")
 @friendly_errors
 def init(db_path: str, embedder: str, dim: int | None, inference_mode: str) -> None:
-    """Create a knowledge store (schema + vector table for the embedder)."""
-    from ..store import KnowledgeStore
+    """Create a knowledge store (schema + vector table for the embedder).
 
-    options: dict[str, Any] = {"dim": dim} if dim else {}
+    An existing store is left as it is (a store without documents takes the
+    new embedder).
+    """
+    from ..backends import is_url
+    from ..embedders import get_embedder
+
+    options: dict[str, Any] = {"dim": dim} if dim is not None else {}
     if embedder == "nomic":
         options["inference_mode"] = inference_mode
-    with KnowledgeStore.open(db_path, embedder, hype=False, **options) as store:
-        fp = store.status()["embedder"]
-    click.echo(f"initialised {db_path}: schema v{_migrations.SCHEMA_VERSION}, embedder "
-               f"{fp['name']} ({fp['model']}, {fp['dim']} dims)")
+    chosen = get_embedder(embedder, **options)  # bad --dim fails before a file exists
+    new_file = not is_url(db_path) and not os.path.exists(os.path.expanduser(db_path))
+    try:
+        with open_store(db_path, create=True, embedder=chosen) as store:
+            info = store.status()
+    except BaseException:
+        if new_file:  # never leave a half-made file behind
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.expanduser(db_path) + suffix)
+        raise
+    fp = info["embedder"]
+    click.echo(f"{'initialised' if new_file else 'checked'} {info['path']}: schema "
+               f"v{info['schema_version']}, embedder {fp['name']} ({fp['model']}, "
+               f"{fp['dim']} dims), {info['documents']} document(s)")
 
 
 @cli.command()
 @db_option
-@click.option("--list", "list_only", is_flag=True, help="Only list applied and pending steps.")
+@click.option("--list", "list_only", is_flag=True, help="Only list applied and pending steps "
+              "(read-only).")
 @friendly_errors
 def migrate(db_path: str, list_only: bool) -> None:
     """Apply pending schema migrations (--list is read-only)."""
-    conn = _db.connect(db_path, load_extension=not list_only)
-    try:
-        if list_only:
-            current = schema.state(conn)
-            for name in current.applied:
-                click.echo(f"applied  {name}")
-            for name in current.pending:
-                click.echo(f"pending  {name}")
-            for name in current.unknown:
-                click.echo(f"unknown  {name} (from a newer kbstore)")
-            return
-        applied = schema.ensure_schema(conn)
-    finally:
-        conn.close()
+    from ..backends import schema_of
+
+    before = schema_of(db_path)
+    if list_only:
+        for name in before.applied:
+            click.echo(f"applied  {name}")
+        for name in before.pending:
+            click.echo(f"pending  {name}")
+        for name in before.unknown:
+            click.echo(f"unknown  {name} (from a newer kbstore)")
+        return
+    from ..backends import open_backend
+
+    open_backend(db_path, mode="write").close()  # opening for writing migrates
+    applied = before.pending
     click.echo(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied
                                                           else "; schema is current"))
 
@@ -64,14 +81,8 @@ def migrate(db_path: str, list_only: bool) -> None:
 @json_option
 @friendly_errors
 def status(db_path: str, as_json: bool) -> None:
-    """Schema version, counts, embedder fingerprint and file size."""
-    import os
-
-    from ..store import KnowledgeStore
-
-    if not os.path.exists(db_path):
-        raise click.ClickException(f"no database at {db_path}; create it with `kbstore init`")
-    with KnowledgeStore.open(db_path, hype=False) as store:
+    """Schema version, counts, embedder fingerprint and file size (read-only)."""
+    with open_store(db_path, read_only=True) as store:
         info = store.status()
     if as_json:
         echo_json(info)
@@ -85,10 +96,14 @@ def status(db_path: str, as_json: bool) -> None:
     click.echo(f"vectors         {info['vectors']} ({info['doc_vectors']} document, "
                f"{info['vectors'] - info['doc_vectors']} HyPE)")
     click.echo(f"HyPE questions  {info['hype_questions']} ({info['hype_pending']} documents "
-               "pending)")
+               f"without current questions, {info['hype_failed']} failed)")
+    if info.get("rebuild_in_progress"):
+        click.echo("reembed         interrupted: run `kbstore reembed` again to finish")
 
 
 @cli.command("vec-path")
 def vec_path() -> None:
     """Print the sqlite-vec file to `.load` in the sqlite3 shell."""
-    click.echo(_db.vec_path())
+    from ..backends.sqlite import vec_path as path
+
+    click.echo(path())

@@ -2,48 +2,81 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from ..embed import EMBEDDER_NAMES
-from . import cli, db_option, echo_json, friendly_errors, json_option, progress_bar
+from ..embedders import EMBEDDER_NAMES
+from .common import (
+    cli,
+    db_option,
+    echo_json,
+    friendly_errors,
+    json_option,
+    open_store,
+    progress_bar,
+)
+
+SHOWN = 10  # paths listed before "... and N more"
 
 
-def _open(db_path: str, hype: bool | None = False, embedder: str | None = None):  # type: ignore[no-untyped-def]
-    from ..store import KnowledgeStore
+def _some(paths: list[str]) -> str:
+    more = f" ... and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+    return ", ".join(paths[:SHOWN]) + more
 
-    return KnowledgeStore.open(db_path, embedder, hype=hype)
 
-
-def _print_report(report, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def _print_report(report: Any, as_json: bool) -> None:
     if as_json:
         echo_json(report.to_dict())
-        return
-    click.echo(f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
-               f"deleted {report.deleted}, embedded {report.embedded}, HyPE generated "
-               f"{report.hype_generated}, HyPE pending {report.hype_pending}, "
-               f"skipped {len(report.skipped)}")
+    else:
+        click.echo(f"added {report.added}, updated {report.updated}, unchanged "
+                   f"{report.unchanged}, deleted {report.deleted}, embedded {report.embedded}, "
+                   f"HyPE generated {report.hype_generated}, HyPE pending "
+                   f"{report.hype_pending}, skipped {len(report.skipped)}")
     for skipped in report.skipped:
         click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+    if report.kept_missing:
+        click.echo(f"kept {len(report.kept_missing)} document(s) whose files are missing "
+                   f"({report.kept_reason}): {_some(report.kept_missing)}\n"
+                   "  nothing was deleted; rerun with --prune to delete them", err=True)
 
 
 @cli.command("import")
 @db_option
 @click.argument("workspace", type=click.Path(exists=True, file_okay=False))
+@click.option("--prune/--no-prune", default=None,
+              help="Delete documents whose files are gone even when that removes most of the "
+                   "store (--prune), or never (--no-prune). Default: delete them unless the "
+                   "removal looks like a mistake (an empty folder, half the store).")
 @click.option("--hype/--no-hype", default=None,
               help="Generate HyPE questions with the LLM (default: env KBSTORE_HYPE, else on).")
 @click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), default=None,
               help="Embedder for a new database (default: the stored one, else nomic).")
 @json_option
 @friendly_errors
-def import_(db_path: str, workspace: str, hype: bool | None, embedder: str | None,
-            as_json: bool) -> None:
-    """Reconcile the store with a picobot WORKSPACE (by content hash)."""
+def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
+            embedder: str | None, as_json: bool) -> None:
+    """Reconcile the store with a picobot WORKSPACE (by content hash).
+
+    New and changed files are embedded, unchanged ones cost nothing.
+    Documents whose file is gone are deleted (each one is listed first);
+    a removal that looks like a mistake is refused and exits 1.
+    """
     from ..ingest import scan_workspace
 
     total = sum(1 for _ in scan_workspace(workspace))
-    with _open(db_path, hype, embedder) as store, progress_bar(total, "importing") as bar:
-        report = store.import_directory(workspace, progress=bar.update)
+
+    def announce(paths: list[str]) -> None:
+        click.echo(f"deleting {len(paths)} document(s) whose files are gone: {_some(paths)}",
+                   err=True)
+
+    with open_store(db_path, create=True, embedder=embedder, hype=hype) as store, \
+            progress_bar(total, "importing") as bar:
+        report = store.import_directory(workspace, prune=prune, progress=bar.update,
+                                        before_delete=announce)
     _print_report(report, as_json)
+    if report.kept_missing and prune is None:
+        raise SystemExit(1)
 
 
 @cli.command()
@@ -52,10 +85,10 @@ def import_(db_path: str, workspace: str, hype: bool | None, embedder: str | Non
 @click.option("--topic", default=None, help="Only this topic (self, user, projects, ...).")
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--fusion", type=click.Choice(["rrf", "convex"]), default=None,
-              help="Fusion of the retrievers (default rrf).")
+              help="Fusion of the retrievers (default: the database's, rrf).")
 @click.option("--min-similarity", type=float, default=None,
               help="Drop hits whose best vector similarity is below this (unless a tag/title "
-                   "match).")
+                   "match). Default: the database's floor.")
 @click.option("--explain", is_flag=True, help="Show each retriever's rank and every factor.")
 @click.option("--shell", is_flag=True,
               help="Print a sqlite3-shell script that runs the same search statement.")
@@ -63,17 +96,15 @@ def import_(db_path: str, workspace: str, hype: bool | None, embedder: str | Non
 @friendly_errors
 def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str | None,
            min_similarity: float | None, explain: bool, shell: bool, as_json: bool) -> None:
-    """Hybrid search (frontmatter + FTS5 BM25 + vectors, fused)."""
-    if shell:
-        from ..shell import shell_script
-
-        with _open(db_path) as store:
-            click.echo(shell_script(store, query, topic=topic, limit=limit, fusion=fusion,
-                                    min_similarity=min_similarity), nl=False)
-        return
-    with _open(db_path) as store:
-        hits = store.search(query, topic=topic, limit=limit, explain=explain, fusion=fusion,
-                            min_similarity=min_similarity)
+    """Hybrid search (frontmatter + FTS5 BM25 + vectors, fused). Read-only."""
+    given: dict[str, Any] = {k: v for k, v in (("fusion", fusion),
+                                               ("min_similarity", min_similarity))
+                             if v is not None}
+    with open_store(db_path, read_only=True) as store:
+        if shell:
+            click.echo(store.shell_script(query, topic=topic, limit=limit, **given), nl=False)
+            return
+        hits = store.search(query, topic=topic, limit=limit, explain=explain, **given)
     if as_json:
         for hit in hits:
             echo_json(hit.to_dict())
@@ -99,25 +130,17 @@ def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str 
 @click.option("--dim", type=int, default=None, help="Vector dimension (nomic: 768/512/256).")
 @friendly_errors
 def reembed(db_path: str, embedder: str, dim: int | None) -> None:
-    """Rebuild every vector with another embedder (keeps documents/questions)."""
-    from .. import db as _db
-    from .. import schema
-    from ..store import KnowledgeStore
+    """Rebuild every vector with another embedder (keeps documents/questions).
 
-    conn = _db.connect(db_path)
-    try:
-        schema.ensure_schema(conn)
-        stored = schema.get_meta(conn, "embedder")
-        count = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-    finally:
-        conn.close()
-    if stored is None:
-        raise click.ClickException(f"{db_path} is not initialised; run `kbstore init`")
-    options = {"dim": dim} if dim else {}
-    # Open with the stored embedder, then switch.
-    with KnowledgeStore.open(db_path, hype=False) as store, \
-            progress_bar(count, "re-embedding") as bar:
-        done = store.reembed(embedder, progress=bar.update, **options)
+    The old vectors keep serving until the new ones are complete; a failure
+    or an interruption changes nothing (run it again to resume).
+    """
+    from ..embedders import get_embedder
+
+    new = get_embedder(embedder, **({"dim": dim} if dim is not None else {}))
+    with open_store(db_path, hype=False) as store, \
+            progress_bar(len(store), "re-embedding") as bar:
+        done = store.reembed(new, progress=bar.update)
     click.echo(f"re-embedded {done} document(s) with {embedder}")
 
 
@@ -133,25 +156,28 @@ DEMO_QUERIES = (
 
 @cli.command()
 @click.option("--db", "db_path", default=None, type=click.Path(dir_okay=False),
-              help="Where to write the demo database (default: a temporary file).")
+              help="Where to write the demo database: a NEW file (default: a temporary one).")
 @click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), default="minilm",
               show_default=True, help="minilm runs offline from a package.")
 @click.argument("queries", nargs=-1)
 @friendly_errors
 def demo(db_path: str | None, embedder: str, queries: tuple[str, ...]) -> None:
     """Index the bundled sample knowledge base and run a few searches."""
+    import os
     import tempfile
     import time
-    from importlib import resources
     from pathlib import Path
 
-    from ..store import KnowledgeStore
+    from ..errors import KBStoreError
 
-    workspace = Path(str(resources.files("kbstore.sample_kb")))
+    if db_path and os.path.exists(os.path.expanduser(db_path)):
+        raise KBStoreError(f"{db_path} exists; the demo only writes a new database (it never "
+                           "touches an existing one): choose a new path or omit --db")
+    workspace = Path(__file__).resolve().parent.parent / "sample_kb"
     with tempfile.TemporaryDirectory() as tmp:
         path = db_path or str(Path(tmp) / "demo.sqlite")
         started = time.perf_counter()
-        with KnowledgeStore.open(path, embedder, hype=False) as store:
+        with open_store(path, create=True, embedder=embedder) as store:
             report = store.import_directory(workspace)
             took = time.perf_counter() - started
             click.echo(f"indexed the sample knowledge base into {path} in {took:.1f}s: "

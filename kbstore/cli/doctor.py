@@ -2,31 +2,36 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from . import cli, db_option, echo_json, friendly_errors, json_option
+from ..embedders import EMBEDDER_NAMES
+from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
 
 
 @cli.command()
 @db_option
 @click.option("--fix", "do_fix", is_flag=True,
-              help="Rebuild what can be derived: FTS index, orphans, missing/stale vectors.")
+              help="Rebuild what can be derived: schema objects, FTS indexes, tag rows, "
+                   "orphans, missing/stale vectors.")
+@click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), default=None,
+              help="With --fix: the embedder to record when the file lost its fingerprint "
+                   "(every vector is then re-made with it).")
 @json_option
 @friendly_errors
-def doctor(db_path: str, do_fix: bool, as_json: bool) -> None:
-    """Check integrity, the FTS index, vectors, hashes and the embedder.
+def doctor(db_path: str, do_fix: bool, embedder: str | None, as_json: bool) -> None:
+    """Check integrity, schema, FTS indexes, vectors, hashes and the embedder.
 
-    Exits 1 while problems remain (pending HyPE questions are only noted).
+    Without --fix it is read-only. Exits 1 while problems remain (pending
+    HyPE questions are only noted).
     """
     from ..doctor import diagnose, fix
-    from ..store import KnowledgeStore
+    from ..embedders import get_embedder
 
-    if not os.path.exists(db_path):
-        raise click.ClickException(f"no database at {db_path}; create it with `kbstore init`")
-    with KnowledgeStore.open(db_path, hype=False) as store:
-        report = fix(store) if do_fix else diagnose(store)
+    if embedder and not do_fix:
+        raise click.UsageError("--embedder only applies with --fix")
+    with open_store(db_path, read_only=not do_fix) as store:
+        report = fix(store, embedder=get_embedder(embedder) if embedder else None) \
+            if do_fix else diagnose(store)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -6,15 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..embed import EMBEDDER_NAMES
-from . import cli, db_option, echo_json, friendly_errors, json_option
-
-
-def _open(db_path: str, hype: bool | None, embedder: str | None):  # type: ignore[no-untyped-def]
-    from ..store import KnowledgeStore
-
-    return KnowledgeStore.open(db_path, embedder, hype=hype)
-
+from ..embedders import EMBEDDER_NAMES
+from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
 
 _hype_option = click.option(
     "--hype/--no-hype", default=None,
@@ -32,12 +25,15 @@ _embedder_option = click.option(
 @click.argument("npz", type=click.Path(dir_okay=False))
 @click.option("--allow-pickle", is_flag=True,
               help="Accept pickled arrays in the npz (only for a file you made yourself).")
+@click.option("--prune/--no-prune", default=None,
+              help="As for `kbstore import`: delete documents whose files are gone.")
 @_hype_option
 @_embedder_option
 @json_option
 @friendly_errors
 def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
-                   hype: bool | None, embedder: str | None, as_json: bool) -> None:
+                   prune: bool | None, hype: bool | None, embedder: str | None,
+                   as_json: bool) -> None:
     """Import picobot's old embeddings.npz sidecar without re-embedding.
 
     A vector is reused when its document's body still has the md5 recorded
@@ -45,21 +41,27 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     mismatched entries are reported and the workspace is then reconciled
     as `kbstore import` would (embedding only what is left).
     """
-    from ..exchange import import_npz
+    from ..exchange_npz import import_npz
 
     # Check inputs before opening: opening creates the database.
     if not Path(npz).is_file():
         raise click.ClickException(f"no npz file at {npz}")
     if not Path(workspace).is_dir():
         raise click.ClickException(f"no workspace folder at {workspace}")
-    with _open(db_path, hype, embedder) as store:
-        report = import_npz(store, workspace, npz, allow_pickle=allow_pickle)
+    with open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
+        report = import_npz(store, workspace, npz, allow_pickle=allow_pickle, prune=prune)
     if as_json:
         echo_json(report.to_dict())
-        return
-    click.echo(report.summary())
+    else:
+        click.echo(report.summary())
     for skipped in report.reconcile.skipped:
         click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+    if report.reconcile.kept_missing:
+        click.echo(f"kept {len(report.reconcile.kept_missing)} document(s) whose files are "
+                   f"missing ({report.reconcile.kept_reason}); rerun with --prune to delete "
+                   "them", err=True)
+        if prune is None:
+            raise SystemExit(1)
 
 
 @cli.command("export")
@@ -69,18 +71,21 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
 @click.argument("out", type=click.Path())
 @click.option("--vectors", is_flag=True,
               help="jsonl only: include vectors, tagged with the embedder fingerprint.")
+@click.option("--force", is_flag=True, help="jsonl only: replace OUT if it exists.")
 @friendly_errors
-def export_cmd(db_path: str, fmt: str, out: str, vectors: bool) -> None:
-    """Export every document to OUT (a .jsonl file, '-' for stdout, or a new folder)."""
+def export_cmd(db_path: str, fmt: str, out: str, vectors: bool, force: bool) -> None:
+    """Export every document to OUT (a .jsonl file, '-' for stdout, or a new folder).
+
+    Read-only: the database is never modified, and OUT is never the database
+    itself; an existing OUT is kept unless --force.
+    """
     from ..exchange import export_jsonl, export_markdown
 
     if vectors and fmt != "jsonl":
         raise click.UsageError("--vectors only applies to --format jsonl")
-    if not Path(db_path).is_file():  # never create an empty database just to export it
-        raise click.ClickException(f"no database at {db_path}")
-    with _open(db_path, False, None) as store:
+    with open_store(db_path, read_only=True) as store:
         if fmt == "jsonl":
-            count = export_jsonl(store, out, include_vectors=vectors)
+            count = export_jsonl(store, out, include_vectors=vectors, overwrite=force)
             if out != "-":
                 click.echo(f"exported {count} document(s) to {out}"
                            f"{' with vectors' if vectors else ''}")
@@ -101,15 +106,18 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
     """Import a `kbstore export --format jsonl` FILE ('-' for stdin).
 
     Vectors are reused only if their fingerprint is this store's; HyPE
-    questions are kept; anything missing is embedded.
+    questions are kept; anything missing is embedded. A bad record is skipped
+    with its line number and reason; the others are imported.
     """
     from ..exchange import import_jsonl
 
     if file != "-" and not Path(file).is_file():
         raise click.ClickException(f"no file at {file}")
-    with _open(db_path, hype, embedder) as store:
+    with open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
         report = import_jsonl(store, file)
     if as_json:
         echo_json(report.to_dict())
     else:
         click.echo(report.summary())
+    for skipped in report.skipped:
+        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from . import cli, db_option, echo_json, friendly_errors, json_option, progress_bar
+from .common import (
+    cli,
+    db_option,
+    echo_json,
+    friendly_errors,
+    json_option,
+    open_store,
+    progress_bar,
+)
 
 
 @cli.command()
@@ -24,14 +30,15 @@ from . import cli, db_option, echo_json, friendly_errors, json_option, progress_
 @friendly_errors
 def hype(db_path: str, mode: str, concurrency: int, dry_run: bool, model: str | None,
          as_json: bool) -> None:
-    """Generate HyPE questions with the LLM for pending (or all) documents."""
-    from ..hype_jobs import run_hype, select_targets
-    from ..store import KnowledgeStore
+    """Generate HyPE questions with the LLM for pending (or all) documents.
 
-    if not os.path.exists(db_path):
-        raise click.ClickException(f"no database at {db_path}; create it with `kbstore init`")
+    Exits 1 when some documents are left pending (the LLM failed for them).
+    --dry-run is read-only.
+    """
+    from ..hype_jobs import run_hype, select_targets
+
     # hype=True: this command is an explicit request, so KBSTORE_HYPE=0 does not veto it.
-    with KnowledgeStore.open(db_path, hype=True, hype_model=model) as store:
+    with open_store(db_path, read_only=dry_run, hype=True, hype_model=model) as store:
         if dry_run:
             counts = run_hype(store, mode, dry_run=True)
         else:
@@ -42,6 +49,8 @@ def hype(db_path: str, mode: str, concurrency: int, dry_run: bool, model: str | 
     counts["pending_after"] = pending
     if as_json:
         echo_json(counts)
+        if counts["failed"]:
+            raise SystemExit(1)
         return
     if dry_run:
         click.echo(f"dry run: {counts['llm_calls']} LLM call(s) would be made for "
@@ -52,3 +61,5 @@ def hype(db_path: str, mode: str, concurrency: int, dry_run: bool, model: str | 
                f"{counts['llm_calls']} LLM call(s) with {counts.get('model', '-')}; "
                f"{pending} pending" + ("; stopped early: the LLM kept failing"
                                       if counts["aborted"] else ""))
+    if counts["failed"]:
+        raise SystemExit(1)

@@ -30,6 +30,9 @@ CREATE TABLE documents (
     created      text,
     updated      text,
     content_hash text NOT NULL,
+    -- frontmatter keys kbstore does not interpret (a skill's name and
+    -- description...), so an export writes the file back as it was
+    extra        jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(extra) = 'object'),
     updated_at   timestamptz,
     -- title > tags > body as tsvector weights A > B > C. ASCII punctuation
     -- becomes a space first, so words split where SQLite's unicode61 (and

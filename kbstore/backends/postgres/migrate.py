@@ -1,39 +1,30 @@
 """Schema migrations for one PostgreSQL knowledge base (one schema).
 
-Steps are the .sql files in ``migrations/postgres/`` (installed as
-``kbstore.migrations/postgres``). All pending steps run in ONE transaction
-with their bookkeeping rows, under a transaction-scoped advisory lock, so
+Steps are the files in ``migrations/postgres/`` (``kbstore.migrations``),
+applied in file-name order. All pending steps run in ONE transaction with
+their bookkeeping rows, under a transaction-scoped advisory lock, so
 processes racing to open a new knowledge base serialize: the first creates
-it, the others re-read the version under the lock and find nothing to do.
-A schema migrated by a newer kbstore is refused without writing.
+it, the others re-read the state under the lock and find nothing to do. A
+schema migrated by a newer kbstore is refused without writing.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ... import migrations as _migrations  # type: ignore[attr-defined]  # package-dir mapped
-from ...errors import KBStoreError, SchemaTooNewError
+from ...errors import BackendUnavailableError, SchemaTooNewError
+from ...migrations import schema_version, steps  # package-dir mapped
 
-STEPS_DIR = Path(_migrations.__file__).resolve().parent / "postgres"
-# (version, name, file). Append only: never edit or reorder a released step.
-STEPS: list[tuple[int, str, str]] = [
-    (1, "0001_initial", "0001_initial.sql"),
-]
-SCHEMA_VERSION = STEPS[-1][0]
+BACKEND = "postgres"
+SCHEMA_VERSION = schema_version(BACKEND)
 SCHEMA_PREFIX = "kbstore_"
 MIGRATIONS_TABLE = "schema_migrations"
 # One key for every kbstore migration in a database (CREATE EXTENSION is
 # database-wide, so two knowledge bases' first opens must not race either).
 LOCK_KEY = 0x6B6273746F7265  # "kbstore"
 _KB_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
-
-
-class ExtensionMissingError(KBStoreError):
-    """pgvector is not installed in the database and we may not install it."""
 
 
 def schema_for(kb_name: str) -> str:
@@ -43,15 +34,16 @@ def schema_for(kb_name: str) -> str:
     return SCHEMA_PREFIX + kb_name
 
 
-def step_sql(filename: str) -> str:
-    return (STEPS_DIR / filename).read_text(encoding="utf-8")
+def step_sql(name: str) -> str:
+    return dict(steps(BACKEND))[name].read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
 class SchemaState:
-    version: int
+    version: int          # number of kbstore migrations applied
     applied: list[str]
     pending: list[str]
+    unknown: list[str]    # applied by a newer kbstore
 
 
 def _ident(conn: Any, name: str) -> str:
@@ -74,30 +66,32 @@ def use_schema(conn: Any, schema: str, *, local: bool) -> None:
     conn.execute("SELECT set_config('search_path', %s, %s)", (path, local))
 
 
-def _applied(conn: Any, schema: str) -> list[tuple[int, str]]:
+def _applied(conn: Any, schema: str) -> list[str]:
     exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL",
                           (f"{_ident(conn, schema)}.{MIGRATIONS_TABLE}",)).fetchone()[0]
     if not exists:
         return []
     from psycopg import sql
 
-    rows = conn.execute(sql.SQL("SELECT version, name FROM {}.{} ORDER BY version").format(
+    rows = conn.execute(sql.SQL("SELECT name FROM {}.{} ORDER BY version").format(
         sql.Identifier(schema), sql.Identifier(MIGRATIONS_TABLE))).fetchall()
-    return [(int(v), str(n)) for v, n in rows]
+    return [str(r[0]) for r in rows]
 
 
 def state(conn: Any, schema: str) -> SchemaState:
+    """Read-only view of what is applied and pending."""
     applied = _applied(conn, schema)
-    done = {v for v, _ in applied}
-    return SchemaState(version=max(done, default=0), applied=[n for _, n in applied],
-                       pending=[n for v, n, _ in STEPS if v not in done])
+    known = [name for name, _ in steps(BACKEND)]
+    return SchemaState(version=len([n for n in applied if n in known]), applied=applied,
+                       pending=[n for n in known if n not in applied],
+                       unknown=[n for n in applied if n not in known])
 
 
 def _refuse_if_newer(schema: str, current: SchemaState) -> None:
-    if current.version > SCHEMA_VERSION:
+    if current.unknown:
         raise SchemaTooNewError(
-            f"knowledge base schema {schema!r} has version {current.version} but this "
-            f"kbstore knows only up to {SCHEMA_VERSION}; upgrade kbstore. Nothing was changed.")
+            f"knowledge base schema {schema!r} has migrations this kbstore does not know "
+            f"({', '.join(current.unknown)}); upgrade kbstore. Nothing was changed.")
 
 
 def _ensure_extension(conn: Any) -> None:
@@ -109,11 +103,12 @@ def _ensure_extension(conn: Any) -> None:
         with conn.transaction():  # a savepoint: the error must not end our transaction
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.errors.InsufficientPrivilege as exc:
-        raise ExtensionMissingError(
+        raise BackendUnavailableError(
             "the pgvector extension is not installed in this database and this role may not "
             "install it: ask an administrator to run  CREATE EXTENSION vector;  once") from exc
-    except psycopg.errors.FeatureNotSupported as exc:  # not on the server at all
-        raise ExtensionMissingError(f"the server has no pgvector extension: {exc}") from exc
+    except (psycopg.errors.FeatureNotSupported, psycopg.errors.UndefinedFile) as exc:
+        raise BackendUnavailableError(  # not installed on the server at all
+            f"the PostgreSQL server has no pgvector extension to install: {exc}") from exc
 
 
 def ensure_schema(conn: Any, schema: str) -> list[str]:
@@ -139,13 +134,12 @@ def ensure_schema(conn: Any, schema: str) -> list[str]:
                 sql.Identifier(MIGRATIONS_TABLE)))
         current = state(conn, schema)  # re-read under the lock: someone may have won
         _refuse_if_newer(schema, current)
-        applied = set(current.applied)
         done = []
-        for version, name, filename in STEPS:
-            if name in applied:
-                continue
-            conn.execute(step_sql(filename))
-            conn.execute(sql.SQL("INSERT INTO {} (version, name) VALUES (%s, %s)").format(
-                sql.Identifier(MIGRATIONS_TABLE)), (version, name))
+        for name in current.pending:
+            conn.execute(step_sql(name))
+            conn.execute(sql.SQL(
+                "INSERT INTO {} (version, name) SELECT coalesce(max(version), 0) + 1, %s "
+                "FROM {}").format(sql.Identifier(MIGRATIONS_TABLE),
+                                 sql.Identifier(MIGRATIONS_TABLE)), (name,))
             done.append(name)
     return done

@@ -1,11 +1,11 @@
-"""The PostgreSQL search statement and its parameters.
+"""The PostgreSQL side of the search pipeline: a neutral SearchRequest
+compiled into the parameters of ``search.sql``.
 
 ``search.sql`` is written with psql variables (``:'name'``) so it runs in
 psql as it stands; here each becomes a named bind parameter. Every value is
 passed as text, exactly the strings psql would substitute, so the statement
-ranks the same from both. Query analysis (terms, tag candidates, defaults,
-validation) is kbstore's own (:mod:`kbstore.search`); only its FTS5
-expressions are replaced by plain word lists, which the statement stems.
+ranks the same from both. The request's word lists go in as JSON arrays;
+the statement stems them with the documents' own text search configuration.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...search import STOPWORDS, TITLE_TERMS, build_params, query_terms
+from ...model import SearchRequest
+from ...query import analyse, resolve_settings, vec_k
 
 SQL_DIR = Path(__file__).resolve().parent
 _PSQL_VAR = re.compile(r":'([a-z_]+)'")
@@ -75,31 +76,54 @@ def vec_k_doc_auto(vec_limit: int, limit: int) -> int:
     """Document KNN depth when not given. SQLite's max(256, 4 x limit) is
     oversampling for its sign-bit prefilter, rescored exactly; an HNSW scan
     already ranks by exact distance, so the retriever's own depth suffices
-    (recall@10 vs exact on SciFact: 0.998 at 100, where 256 made the planner
-    sort exactly at 2.4x the time). HyPE questions keep kbstore's automatic
-    depth: ~6 per document, and a document needs only its best one."""
+    (recall@10 vs exact on SciFact: 0.9987 at 100, where 256 made the
+    planner sort exactly at 1.7x the time). HyPE questions keep kbstore's
+    automatic depth: ~6 per document, and a document needs only its best one."""
     return max(int(vec_limit), int(limit))
+
+
+def compile_params(request: SearchRequest) -> dict[str, str]:
+    """Text parameters for search.sql (every psql variable it reads)."""
+    settings = request.settings
+    params: dict[str, Any] = {k: v for k, v in settings.items()
+                              if k not in ("drop_stopwords", "vec_k_doc", "vec_k_hype")}
+    params.update(
+        fts_terms=_json_words(request.fts_terms),
+        title_terms=_json_words(request.title_terms),
+        tag_terms=_json_words(request.tag_terms),
+        qvec=None if request.vector is None else vector_text(request.vector),
+        vec_k_doc=(settings["vec_k_doc"] if settings["vec_k_doc"] is not None
+                   else vec_k_doc_auto(settings["vec_limit"], request.limit)),
+        vec_k_hype=vec_k(settings, "vec_k_hype", request.limit),
+        topic=request.topic, now=request.now, limit=request.limit,
+    )
+    return {key: as_text(value) for key, value in params.items()}
+
+
+def _json_words(words: tuple[str, ...]) -> str:
+    """A JSON array jsonb accepts: jsonb refuses the \\udXXX escapes of lone
+    surrogates (which no document text can contain anyway), so they become
+    U+FFFD; NUL (also refused) cannot occur, query analysis splits on it."""
+    clean = [w.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for w in words]
+    return json.dumps(clean, ensure_ascii=False)
 
 
 def search_params(query: str, query_vector: Any, *, topic: str | None, limit: int,
                   now: str | None = None, **overrides: Any) -> dict[str, str]:
-    """Text parameters for search.sql from the same inputs as
-    :func:`kbstore.search.build_params` (which validates them)."""
-    params = build_params(query, query_vector, topic=topic, limit=limit, now=now, **overrides)
-    drop = overrides.get("drop_stopwords")
-    drop = True if drop is None else bool(drop)
-    terms = query_terms(query.replace("\x00", " "))
-    fts_terms = [t for t in terms if not (drop and t in STOPWORDS)] or terms
-    title_terms = [t for t in dict.fromkeys(terms) if t not in STOPWORDS][:TITLE_TERMS]
-    for key in ("fts_query", "title_query"):
-        params.pop(key)
-    params.update(
-        fts_terms=json.dumps(fts_terms), title_terms=json.dumps(title_terms),
-        qvec=None if query_vector is None else vector_text(query_vector),
-    )
-    if overrides.get("vec_k_doc") is None:
-        params["vec_k_doc"] = vec_k_doc_auto(params["vec_limit"], limit)
-    return {key: as_text(value) for key, value in params.items()}
+    """Parameters for a query and settings, analysed as KnowledgeStore.search
+    does (code defaults < ``overrides``); ``query_vector`` may be None."""
+    vector = None if query_vector is None else _float32(query_vector)
+    request = analyse(query, vector, topic=topic, limit=limit, now=now,
+                      settings=resolve_settings({}, overrides))
+    return compile_params(request)
+
+
+def _float32(vector: Any) -> bytes:
+    if isinstance(vector, (bytes, bytearray, memoryview)):
+        return bytes(vector)
+    from array import array
+
+    return array("f", (float(x) for x in vector)).tobytes()
 
 
 def psql_script(params: dict[str, str], schema: str) -> str:

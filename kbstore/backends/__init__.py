@@ -1,0 +1,47 @@
+"""Backends by location: a file path opens SQLite, a ``postgresql://`` URL
+opens PostgreSQL (the optional extra ``kbstore[postgres]``)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BackendUnavailableError
+from ..settings import Settings
+
+if TYPE_CHECKING:
+    from .base import Backend
+
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(location: str | os.PathLike[str]) -> bool:
+    return str(location).startswith(URL_SCHEMES)
+
+
+def open_backend(location: str | os.PathLike[str], *, mode: str = "create",
+                 settings: Settings | None = None) -> Backend:
+    """``mode``: 'create' (may create the database), 'write' (must exist) or
+    'read' (never creates, converts or modifies anything)."""
+    if is_url(location):
+        try:
+            from .postgres import PostgresBackend
+        except ImportError as exc:
+            raise BackendUnavailableError(
+                f"a postgresql:// location needs the PostgreSQL extra: pip install "
+                f"'kbstore[postgres]' ({exc})") from exc
+        return PostgresBackend.open(str(location), mode=mode, settings=settings)
+    from .sqlite import SQLiteBackend
+
+    return SQLiteBackend.open(location, mode=mode, settings=settings)
+
+
+def schema_of(location: str | os.PathLike[str], settings: Settings | None = None) -> Any:
+    """Migration state without migrating or creating anything."""
+    if is_url(location):
+        from .postgres import PostgresBackend
+
+        return PostgresBackend.schema_of(str(location), settings=settings)
+    from .sqlite import SQLiteBackend
+
+    return SQLiteBackend.schema_of(location, settings=settings)

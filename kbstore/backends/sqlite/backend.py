@@ -1,0 +1,499 @@
+"""SQLiteBackend: a knowledge base in one SQLite file. Owns every SQL
+statement and storage detail of the file; the rest of kbstore talks to it
+through the methods of :class:`kbstore.backends.base.Backend`."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import (
+    EmbedderChangedError,
+    NotAKnowledgeBaseError,
+    ReadOnlyError,
+    SchemaOutdatedError,
+)
+from ...model import (
+    DOC_VECTOR,
+    HYPE_QUESTIONS,
+    HYPE_VECTORS,
+    OK,
+    PENDING,
+    Applied,
+    Change,
+    Check,
+    Derived,
+    Document,
+    Hit,
+    SearchRequest,
+    Stored,
+    fingerprint_id,
+)
+from ...redact import redact
+from ...settings import Settings
+from . import doctor as _doctor
+from . import migrations as _migrations
+from . import search as _search
+from . import vectors as _vectors
+from .connection import Connection, connect, enable_writes, snapshot, transaction
+
+_DOC_COLUMNS = "id, path, title, body, tags, topic, doc_type, created, updated, extra"
+_ERROR_CHARS = 500
+
+
+def _doc(row: Sequence[Any]) -> Document:
+    return Document(path=row[1], title=row[2], body=row[3], tags=json.loads(row[4]),
+                    topic=row[5], doc_type=row[6], created=row[7], updated=row[8],
+                    extra=json.loads(row[9]) if row[9] else {})
+
+
+class SQLiteBackend:
+    """See :class:`kbstore.backends.base.Backend` for the contract."""
+
+    kind = "sqlite"
+    max_questions = _vectors.MAX_QUESTIONS
+
+    def __init__(self, conn: Connection, path: Path, read_only: bool) -> None:
+        self.conn = conn
+        self.path = path
+        self.location = str(path)
+        self.read_only = read_only
+
+    @classmethod
+    def open(cls, location: str | os.PathLike[str], *, mode: str = "create",
+             settings: Settings | None = None) -> SQLiteBackend:
+        path = Path(location).expanduser()
+        conn = connect(path, mode=mode, settings=settings)
+        try:
+            _migrations.check_ours(conn, str(path))
+            current = _migrations.state(conn)
+            _migrations.refuse_if_newer(conn, current)
+            if mode != "read":
+                enable_writes(conn, settings)
+                _migrations.migrate(conn, str(path))
+            elif not current.applied:
+                raise NotAKnowledgeBaseError(f"{path} is empty, not a kbstore database yet; "
+                                             "create it with `kbstore init`")
+            elif current.pending:
+                raise SchemaOutdatedError(
+                    f"{path} has schema version {current.version}; this kbstore needs "
+                    f"{_migrations.SCHEMA_VERSION}. Read commands never modify a file: run "
+                    f"`kbstore migrate --db {path}` first")
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, path, read_only=mode == "read")
+
+    @classmethod
+    def schema_of(cls, location: str | os.PathLike[str],
+                  settings: Settings | None = None) -> _migrations.SchemaState:
+        """Migration state without migrating (``kbstore migrate --list``)."""
+        path = Path(location).expanduser()
+        conn = connect(path, mode="read", settings=settings, load_extension=False)
+        try:
+            _migrations.check_ours(conn, str(path))
+            return _migrations.state(conn)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.conn.close()  # the last connection to close checkpoints and removes the WAL
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"{self.location} was opened read-only")
+
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the file and truncate it (after bulk writes;
+        a reader still holding an old snapshot just makes this partial)."""
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except Exception as exc:  # busy: the next checkpoint catches up
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+
+    def schema_state(self) -> _migrations.SchemaState:
+        return _migrations.state(self.conn)
+
+    # -- meta ------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._writable()
+        with transaction(self.conn):
+            self._set_meta(key, value)
+
+    def _set_meta(self, key: str, value: Any) -> None:
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value, sort_keys=True)))
+
+    def fingerprint(self) -> dict[str, Any] | None:
+        value = self.get_meta("embedder")
+        return value if isinstance(value, dict) else None
+
+    def vector_dim(self) -> int | None:
+        return _vectors.table_dim(self.conn) if _vectors.table_exists(self.conn) else None
+
+    def initialize(self, fingerprint: dict[str, Any], defaults: dict[str, Any], *,
+                   replace_if_empty: bool = False) -> dict[str, Any]:
+        """Stamp the embedder and create the vector table if the file has no
+        fingerprint yet -- or, with ``replace_if_empty``, if it holds no
+        documents (an empty file accepts the first embedder that works).
+        Returns the fingerprint now stored."""
+        self._writable()
+        dim = _vectors.check_dim(fingerprint.get("dim"))
+        with transaction(self.conn):
+            stored = self.fingerprint()
+            empty = self._count() == 0
+            if stored is None and not empty:
+                return {}  # documents without a fingerprint: damage, for doctor
+            if stored is not None and not (replace_if_empty and empty and stored != fingerprint):
+                return stored
+            self._set_meta("embedder", fingerprint)
+            if self.get_meta("fusion") is None:
+                self._set_meta("fusion", defaults)
+            _vectors.create_table(self.conn, dim)
+            self.conn.execute("DELETE FROM vector_data")
+            self.conn.execute("DELETE FROM derived WHERE kind IN (?, ?)",
+                              (DOC_VECTOR, HYPE_VECTORS))
+            _vectors.stage_drop(self.conn)
+        return fingerprint
+
+    def restamp(self, fingerprint: dict[str, Any]) -> None:
+        """Record ``fingerprint`` for a file whose own was lost, dropping every
+        vector (they are rebuilt by re-embedding). Documents are kept."""
+        self._writable()
+        with transaction(self.conn):
+            self._set_meta("embedder", fingerprint)
+            _vectors.create_table(self.conn, _vectors.check_dim(fingerprint.get("dim")))
+            self.conn.execute("DELETE FROM vector_data")
+            self.conn.execute("DELETE FROM derived WHERE kind IN (?, ?)",
+                              (DOC_VECTOR, HYPE_VECTORS))
+
+    # -- reading ---------------------------------------------------------------------
+
+    def get(self, path: str) -> Document | None:
+        row = self.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE path = ?",
+                                (path,)).fetchone()
+        return None if row is None else _doc(row)
+
+    def list(self, *, topic: str | None = None, limit: int | None = None,
+             recent: bool = False) -> list[Document]:
+        order = "coalesce(updated, created, '') DESC, path DESC" if recent else "path"
+        rows = self.conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE ? IS NULL OR topic = ? "
+            f"ORDER BY {order} LIMIT ?", (topic, topic, -1 if limit is None else limit))
+        return [_doc(r) for r in rows]
+
+    def paths(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT path FROM documents ORDER BY path")]
+
+    def count(self) -> int:
+        return self._count()
+
+    def _count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def stored(self, paths: Sequence[str]) -> dict[str, Stored]:
+        """What the file holds for ``paths`` (three queries per batch)."""
+        rows = self.conn.execute(
+            "SELECT id, path, content_hash, topic, doc_type FROM documents "
+            "WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(list(paths)),)
+        ).fetchall()
+        derived: dict[int, dict[str, Derived]] = {}
+        for doc_id, kind, chash, model, status in self.conn.execute(
+                "SELECT doc_id, kind, content_hash, model, status FROM derived "
+                "WHERE doc_id IN (SELECT value FROM json_each(?))",
+                (json.dumps([r[0] for r in rows]),)):
+            derived.setdefault(doc_id, {})[kind] = Derived(chash, model, status)
+        return {path: Stored(int(doc_id), chash, topic, dtype, derived.get(doc_id, {}))
+                for doc_id, path, chash, topic, dtype in rows}
+
+    def questions(self, path: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT q.question FROM hype_questions q JOIN documents d ON d.id = q.doc_id "
+            "WHERE d.path = ? ORDER BY q.position", (path,))]
+
+    def iter_documents(self, batch_size: int) -> Iterator[list[tuple[Document, Stored]]]:
+        """Every document with its stored state, in id order, one read
+        snapshot per batch (writers may commit between batches)."""
+        last = 0
+        while True:
+            with snapshot(self.conn):
+                rows = self.conn.execute(
+                    f"SELECT {_DOC_COLUMNS} FROM documents WHERE id > ? ORDER BY id LIMIT ?",
+                    (last, batch_size)).fetchall()
+                if not rows:
+                    return
+                docs = [_doc(r) for r in rows]
+                state = self.stored([d.path for d in docs])
+            last = int(rows[-1][0])
+            yield [(d, state[d.path]) for d in docs if d.path in state]
+
+    def vectors_of(self, path: str) -> tuple[bytes | None, list[bytes | None]]:
+        """(document vector, question vectors in position order) as float32 bytes."""
+        row = self.conn.execute("SELECT id FROM documents WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return None, []
+        doc_id = int(row[0])
+        positions = [int(r[0]) for r in self.conn.execute(
+            "SELECT position FROM hype_questions WHERE doc_id = ? ORDER BY position", (doc_id,))]
+        return (_vectors.float_vector(self.conn, doc_id, 0),
+                [_vectors.float_vector(self.conn, doc_id, p) for p in positions])
+
+    def status(self) -> dict[str, Any]:
+        conn = self.conn
+        current = _migrations.state(conn)
+
+        def count(sql: str, *args: Any) -> int:
+            return int(conn.execute(sql, args).fetchone()[0])
+
+        has_vec = _vectors.table_exists(conn)
+        return {
+            "backend": self.kind,
+            "path": self.location,
+            "read_only": self.read_only,
+            "schema_version": current.version,
+            "pending_migrations": current.pending,
+            "documents": self._count(),
+            "vectors": count(f"SELECT count(*) FROM {_vectors.TABLE}") if has_vec else 0,
+            "doc_vectors": count("SELECT count(*) FROM derived WHERE kind = ?", DOC_VECTOR),
+            "hype_questions": count("SELECT count(*) FROM hype_questions"),
+            # One definition with `kbstore hype --pending`: documents without
+            # questions that are current ('ok' rows always match the content).
+            "hype_pending": count(
+                "SELECT count(*) FROM documents d WHERE NOT EXISTS (SELECT 1 FROM derived h "
+                "WHERE h.doc_id = d.id AND h.kind = ? AND h.status = ?)", HYPE_QUESTIONS, OK),
+            "hype_failed": count("SELECT count(*) FROM derived WHERE kind = ? AND status = ?",
+                                 HYPE_QUESTIONS, PENDING),
+            "rebuild_in_progress": _vectors.stage_exists(conn),
+            "embedder": self.fingerprint(),
+            "file_bytes": sum(os.path.getsize(p) for p in
+                              (self.location, f"{self.location}-wal") if os.path.exists(p)),
+        }
+
+    # -- the one write path ------------------------------------------------------------
+
+    def apply(self, changes: Sequence[Change], fingerprint_id: str | None = None) -> Applied:
+        """Apply planned changes in ONE transaction. A change whose
+        ``expected`` state is no longer what the file holds is not applied
+        and comes back in ``stale``. Vectors are refused (EmbedderChangedError,
+        nothing written) when the file's embedder is no longer
+        ``fingerprint_id`` (another process re-embedded it)."""
+        self._writable()
+        out = Applied()
+        with transaction(self.conn):
+            if any(c.doc_vector is not None or (c.questions and c.questions.texts)
+                   for c in changes):
+                self._check_fingerprint(fingerprint_id)
+            current = self.stored([c.path for c in changes])
+            rebuilding = _vectors.stage_exists(self.conn)
+            for change in changes:
+                now = current.get(change.path)
+                if now != change.expected:
+                    out.stale.append(change.path)
+                    continue
+                doc_id = self._apply_one(change, now, out)
+                if rebuilding and doc_id is not None:
+                    # A reembed is staging vectors: what it staged for this
+                    # document no longer matches; it re-stages it.
+                    _vectors.stage_clear_document(self.conn, doc_id)
+        return out
+
+    def _check_fingerprint(self, writer: str | None) -> None:
+        stored = self.fingerprint()
+        now = fingerprint_id(stored) if stored else "no embedder"
+        if now != writer:
+            raise EmbedderChangedError(
+                f"{self.location} is now embedded with {now}, not {writer} (another process "
+                "re-embedded it); nothing was written. Reopen the store.")
+
+    def _apply_one(self, change: Change, now: Stored | None, out: Applied) -> int | None:
+        """Returns the document key written (None when nothing was)."""
+        conn = self.conn
+        if change.delete:
+            if now is not None:
+                _vectors.delete_document(conn, now.key, self.max_questions)
+                conn.execute("DELETE FROM documents WHERE id = ?", (now.key,))
+                out.deleted.append(change.path)
+            return None
+        doc = change.document
+        if doc is not None:
+            doc_id = self._write_document(doc, now)
+            if now is None:
+                out.added.append(change.path)
+            elif now.content_hash != doc.content_hash():
+                out.updated.append(change.path)
+                if (now.topic, now.doc_type) != (doc.topic, doc.doc_type):
+                    _vectors.retag(conn, doc_id, doc.topic, doc.doc_type)
+            topic, doc_type = doc.topic, doc.doc_type
+        elif now is not None:
+            doc_id, topic, doc_type = now.key, now.topic, now.doc_type
+            out.derived.append(change.path)
+        else:
+            return None  # derived data for a document that does not exist
+        if change.doc_vector is not None:
+            _vectors.delete_slots(conn, doc_id, [0])
+            _vectors.insert(conn, doc_id, 0, topic, doc_type, _vectors.blob(change.doc_vector))
+            self._mark(doc_id, DOC_VECTOR, change.vector_hash, change.vector_model)
+        if change.questions is not None or change.drop_questions:
+            self._replace_questions(doc_id, topic, doc_type, change)
+        return doc_id
+
+    def _write_document(self, doc: Document, now: Stored | None) -> int:
+        values = (doc.title, json.dumps(doc.tags, ensure_ascii=False), doc.body, doc.topic,
+                  doc.doc_type, doc.created, doc.updated, doc.content_hash(),
+                  json.dumps(doc.extra, ensure_ascii=False, default=str))  # order kept for export
+        if now is None:
+            cur = self.conn.execute(
+                "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "
+                "content_hash, extra, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*values, doc.path))
+            return int(cur.lastrowid)
+        if now.content_hash != doc.content_hash():
+            self.conn.execute(
+                "UPDATE documents SET title = ?, tags = ?, body = ?, topic = ?, doc_type = ?, "
+                "created = ?, updated = ?, content_hash = ?, extra = ? WHERE id = ?",
+                (*values, now.key))
+        return now.key
+
+    def _replace_questions(self, doc_id: int, topic: str, doc_type: str,
+                           change: Change) -> None:
+        conn = self.conn
+        old = [s for s in _vectors.used_slots(conn, doc_id) if s > 0]
+        new = change.questions
+        texts = new.texts[:self.max_questions] if new is not None else []
+        _vectors.delete_slots(conn, doc_id, sorted(set(old) | set(range(1, len(texts) + 1))))
+        conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
+        if new is None:  # drop stale questions
+            conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind IN (?, ?)",
+                         (doc_id, HYPE_QUESTIONS, HYPE_VECTORS))
+            return
+        for pos, (text, vector) in enumerate(zip(texts, new.vectors, strict=False), start=1):
+            conn.execute("INSERT INTO hype_questions (doc_id, position, question) "
+                         "VALUES (?, ?, ?)", (doc_id, pos, text))
+            _vectors.insert(conn, doc_id, pos, topic, doc_type, _vectors.blob(vector))
+        error = redact(new.error)[:_ERROR_CHARS] if new.error else None
+        self._mark(doc_id, HYPE_QUESTIONS, new.content_hash, new.llm_model, new.status, error)
+        if texts:
+            self._mark(doc_id, HYPE_VECTORS, new.content_hash, change.vector_model)
+        else:
+            conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind = ?",
+                         (doc_id, HYPE_VECTORS))
+
+    def _mark(self, doc_id: int, kind: str, content_hash: str, model: str,
+              status: str = OK, error: str | None = None) -> None:
+        self.conn.execute(
+            "INSERT INTO derived (doc_id, kind, content_hash, model, status, error) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id, kind) DO UPDATE SET "
+            "content_hash = excluded.content_hash, model = excluded.model, "
+            "status = excluded.status, error = excluded.error, "
+            "made_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+            (doc_id, kind, content_hash, model, status, error))
+
+    def write_lock(self) -> Any:
+        """Hold the write lock across planning and applying (the fallback for
+        a batch that keeps losing races with other writers)."""
+        self._writable()
+        return transaction(self.conn)
+
+    # -- search ----------------------------------------------------------------------
+
+    def search(self, request: SearchRequest) -> list[Hit]:
+        return _search.run(self.conn, request, self._dim_for_search())
+
+    def shell_script(self, request: SearchRequest, vector: list[float] | None) -> str:
+        return _search.shell_script(request, self._dim_for_search(), vector, self.location)
+
+    def _dim_for_search(self) -> int:
+        fp = self.fingerprint() or {}
+        return int(fp.get("dim") or self.vector_dim() or 8)
+
+    # -- rebuilding every vector (reembed) -----------------------------------------------
+
+    def rebuild_begin(self, fingerprint_id: str) -> dict[int, dict[int, str]]:
+        """Start (or resume) staging vectors for ``fingerprint_id``; returns
+        what is staged already: doc key -> {slot: made-from hash}."""
+        self._writable()
+        with transaction(self.conn):
+            _vectors.stage_create(self.conn, fingerprint_id)
+            return _vectors.staged(self.conn)
+
+    def rebuild_stage(self, items: Sequence[tuple[Stored, str, Any, list[Any]]],
+                      fingerprint_id: str) -> int:
+        """Stage (stored state, vector hash, doc vector, question vectors in
+        position order) per document, one transaction; documents that changed
+        since they were read are skipped. Returns documents staged."""
+        self._writable()
+        done = 0
+        with transaction(self.conn):
+            current = {s.key: s for s in self.stored(self._paths_of([i[0].key for i in items]))
+                       .values()}
+            for stored, vhash, vector, qvectors in items:
+                if current.get(stored.key) != stored:
+                    continue
+                _vectors.stage_clear_document(self.conn, stored.key)
+                _vectors.stage_write(self.conn, stored.key, 0, vhash, fingerprint_id,
+                                     _vectors.blob(vector))
+                for pos, qvec in enumerate(qvectors, start=1):
+                    _vectors.stage_write(self.conn, stored.key, pos, "", fingerprint_id,
+                                         _vectors.blob(qvec))
+                done += 1
+        return done
+
+    def _paths_of(self, keys: Sequence[int]) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT path FROM documents WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(keys)),))]
+
+    def rebuild_finish(self, fingerprint: dict[str, Any], fingerprint_id: str) -> list[int]:
+        """Swap the staged vectors in, in ONE transaction, if every document
+        has staged vectors for its current content and questions (every
+        ``apply`` meanwhile dropped the staged rows of what it touched).
+        Otherwise nothing changes and the keys still to stage come back."""
+        self._writable()
+        with transaction(self.conn):
+            staged = _vectors.staged(self.conn)
+            questions: dict[int, set[int]] = {}
+            for doc_id, pos in self.conn.execute("SELECT doc_id, position FROM hype_questions"):
+                questions.setdefault(int(doc_id), set()).add(int(pos))
+            ids = [int(r[0]) for r in self.conn.execute("SELECT id FROM documents ORDER BY id")]
+            missing = [k for k in ids if 0 not in staged.get(k, {})
+                       or set(staged[k]) - {0} != questions.get(k, set())]
+            if missing:
+                return missing
+            made_from = {k: staged[k][0] for k in ids}
+            _vectors.stage_swap(self.conn, _vectors.check_dim(fingerprint.get("dim")))
+            for key in ids:
+                self._mark(key, DOC_VECTOR, made_from[key], fingerprint_id)
+            self.conn.execute("DELETE FROM derived WHERE kind = ?", (HYPE_VECTORS,))
+            self.conn.execute(
+                "INSERT INTO derived (doc_id, kind, content_hash, model) SELECT doc_id, ?, "
+                "content_hash, ? FROM derived WHERE kind = ? AND doc_id IN "
+                "(SELECT DISTINCT doc_id FROM hype_questions)",
+                (HYPE_VECTORS, fingerprint_id, HYPE_QUESTIONS))
+            self._set_meta("embedder", fingerprint)
+        return []
+
+    def rebuild_abort(self) -> None:
+        self._writable()
+        with transaction(self.conn):
+            _vectors.stage_drop(self.conn)
+
+    # -- doctor ------------------------------------------------------------------------
+
+    def diagnose(self, fingerprint_id: str | None) -> list[Check]:
+        return _doctor.diagnose(self.conn, fingerprint_id, writable=not self.read_only)
+
+    def repair(self, problems: set[str], defaults: dict[str, Any]) -> list[str]:
+        self._writable()
+        return _doctor.repair(self.conn, problems, defaults)
+

@@ -1,0 +1,260 @@
+"""The one place that opens a SQLite knowledge-base file.
+
+Python's stdlib ``sqlite3`` is used when it can load extensions; many builds
+(pyenv's default among them) cannot, so ``sqlean.py`` -- a drop-in binding
+that bundles a recent SQLite -- is the fallback. Either way sqlite-vec is
+loaded and the connection is set up for several processes sharing one file:
+WAL, a busy timeout, foreign keys, synchronous=NORMAL, a WAL size limit.
+
+Three modes: ``create`` may create the file; ``write`` needs an existing
+one; ``read`` never creates, converts (to WAL) or modifies the file: it is
+opened without the create flag and with ``query_only``, falling back to a
+read-only (then immutable) open when the file or its folder is not writable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import math
+import os
+import sqlite3 as _stdlib_sqlite3
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+from ...errors import DatabaseNotFoundError, ExtensionLoadError, KBStoreError
+from ...settings import BINDING_ENV, Settings
+
+Connection = Any  # sqlite3.Connection or sqlean.Connection: same API
+MODES = ("read", "write", "create")
+T = TypeVar("T")
+
+
+def _stdlib_can_load_extensions() -> bool:
+    return hasattr(_stdlib_sqlite3.Connection, "enable_load_extension")
+
+
+def _sqlean() -> ModuleType | None:
+    try:
+        import sqlean  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    return sqlean
+
+
+def binding(name: str = "auto") -> ModuleType:
+    """The DB-API module to use: stdlib sqlite3 when it can load extensions,
+    else sqlean; ``name`` 'stdlib' or 'sqlean' forces one."""
+    choice = (name or "auto").lower()
+    if choice not in ("auto", "stdlib", "sqlean"):
+        raise ExtensionLoadError(f"{BINDING_ENV}={choice!r}: expected 'auto', 'stdlib' or "
+                                 "'sqlean'")
+    if choice in ("auto", "stdlib") and _stdlib_can_load_extensions():
+        return _stdlib_sqlite3
+    if choice in ("auto", "sqlean"):
+        module = _sqlean()
+        if module is not None:
+            return module
+    raise ExtensionLoadError(
+        "this Python's sqlite3 cannot load extensions and the fallback binding is "
+        "missing: run `pip install sqlean.py` (or use a Python built with "
+        "--enable-loadable-sqlite-extensions)")
+
+
+def database_errors() -> tuple[type[BaseException], ...]:
+    """DB-API errors of both bindings ('file is not a database', locked ...)."""
+    errors: list[type[BaseException]] = [_stdlib_sqlite3.Error]
+    module = _sqlean()
+    if module is not None:
+        errors.append(module.Error)
+    return tuple(errors)
+
+
+def vec_path() -> str:
+    """The sqlite-vec loadable file (without its suffix, as SQLite wants it),
+    for `.load` in the sqlite3 shell. Found without importing ``sqlite_vec``,
+    whose module imports numpy (start-up time for nothing)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.origin:
+        raise ExtensionLoadError("sqlite-vec is not installed: pip install sqlite-vec")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
+def load_vec(conn: Connection) -> None:
+    """Load sqlite-vec into ``conn``, enabling extension loading only meanwhile."""
+    try:
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(vec_path())
+        finally:
+            conn.enable_load_extension(False)
+    except ExtensionLoadError:
+        raise
+    except Exception as exc:  # the binding's OperationalError or AttributeError
+        raise ExtensionLoadError(
+            f"could not load sqlite-vec ({exc}); reinstall it with `pip install "
+            f"--force-reinstall sqlite-vec` or set {BINDING_ENV}=sqlean") from exc
+
+
+def _create_private_file(path: Path) -> None:
+    # A knowledge base is private memory: create the file owner-only before
+    # SQLite does (it would use the umask); -wal/-shm copy these permissions.
+    if not path.parent.is_dir():
+        raise DatabaseNotFoundError(f"folder {path.parent} does not exist; create it first")
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
+def _ensure_math(conn: Connection) -> None:
+    # The ranking SQL uses exp()/ln(); some SQLite builds omit math functions.
+    try:
+        conn.execute("SELECT exp(0.0), ln(2.0)").fetchone()
+    except Exception:
+        conn.create_function("exp", 1, math.exp, deterministic=True)
+        conn.create_function("ln", 1, math.log, deterministic=True)
+
+
+def _uri(path: Path, **params: str) -> str:
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return f"file:{urllib.parse.quote(str(path.absolute()))}?{query}"
+
+
+def _open_read(module: ModuleType, path: Path, timeout: float) -> tuple[Connection, bool]:
+    """(connection, writable=False). Tries a normal open with query_only (no
+    -wal/-shm left behind on close), then read-only, then immutable (a file
+    in a folder nobody can write: SQLite cannot create its -shm there)."""
+    last: Exception | None = None
+    for params in ({"mode": "rw"}, {"mode": "ro"}, {"mode": "ro", "immutable": "1"}):
+        try:
+            conn = module.connect(_uri(path, **params), uri=True, timeout=timeout,
+                                  isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn, False
+        except module.DatabaseError as exc:
+            last = exc
+            if "not a database" in str(exc):
+                raise
+            with contextlib.suppress(Exception):
+                conn.close()
+    raise KBStoreError(f"cannot open {path} for reading: {last}")
+
+
+def connect(path: str | os.PathLike[str], *, mode: str = "create",
+            settings: Settings | None = None, load_extension: bool = True) -> Connection:
+    """Open a kbstore database file in ``mode`` (see the module docstring).
+
+    The connection is in autocommit mode (``isolation_level=None``); writers
+    use :func:`transaction` so every batch is one explicit transaction.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    settings = settings or Settings.from_env()
+    module = binding(settings.binding)
+    db_path = Path(path).expanduser()
+    if db_path.is_dir():
+        raise KBStoreError(f"{db_path} is a folder, not a database file")
+    if not db_path.exists():
+        if mode != "create":
+            raise DatabaseNotFoundError(f"no database at {db_path}; create it with "
+                                        "`kbstore init` (or `kbstore import`)")
+        _create_private_file(db_path)
+    timeout = settings.busy_timeout_ms / 1000
+    try:
+        if mode == "read":
+            conn, _ = _open_read(module, db_path, timeout)
+        else:
+            conn = module.connect(str(db_path), timeout=timeout, isolation_level=None,
+                                  check_same_thread=False)
+    except module.DatabaseError as exc:
+        raise _friendly(exc, db_path) from exc
+    try:
+        if load_extension:
+            load_vec(conn)
+        conn.execute(f"PRAGMA busy_timeout = {int(settings.busy_timeout_ms)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # 'not a database'?
+        _ensure_math(conn)
+    except module.DatabaseError as exc:
+        conn.close()
+        raise _friendly(exc, db_path) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def enable_writes(conn: Connection, settings: Settings | None = None) -> None:
+    """Set a writable connection up for several processes sharing the file:
+    WAL, a bounded WAL file, synchronous=NORMAL. Called only once the file is
+    known to be a kbstore database (a foreign file is never converted)."""
+    settings = settings or Settings.from_env()
+    retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone())
+    conn.execute(f"PRAGMA journal_size_limit = {int(settings.journal_size_limit)}")
+    conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def _friendly(exc: Exception, path: Path) -> Exception:
+    text = str(exc)
+    if "not a database" in text:  # e.g. --db pointed at a text file
+        return KBStoreError(f"{path} is not a SQLite database ({text})")
+    if "readonly" in text or "read-only" in text:
+        return KBStoreError(f"{path} is read-only here ({text}); only read commands "
+                            "(search, status, doctor, export) can use it")
+    return exc
+
+
+def is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def retry_busy(fn: Callable[[], T], attempts: int = 50, delay: float = 0.05) -> T:
+    """Run ``fn`` again while SQLite reports busy/locked beyond busy_timeout
+    (e.g. the WAL switch or a BEGIN IMMEDIATE racing a checkpoint)."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Exception as exc:
+            if not is_busy(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(delay * (1 + attempt % 5))
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def transaction(conn: Connection) -> Iterator[Connection]:
+    """One write transaction (BEGIN IMMEDIATE): commit on success, roll back
+    on any exception. Writers serialize here instead of failing mid-way.
+    Nested use joins the outer transaction."""
+    if conn.in_transaction:
+        yield conn
+        return
+    retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        yield conn
+        retry_busy(lambda: conn.execute("COMMIT"))
+    except BaseException:
+        # Also when COMMIT itself fails (disk full, I/O error): never leave
+        # the connection inside a half-done transaction.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+@contextlib.contextmanager
+def snapshot(conn: Connection) -> Iterator[Connection]:
+    """One read snapshot (a deferred transaction) for several queries."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")

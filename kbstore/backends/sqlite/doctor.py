@@ -1,0 +1,402 @@
+"""Checks and repairs of a SQLite knowledge-base file (``kbstore doctor``).
+
+Everything but the documents themselves is derived -- FTS5 indexes, tag
+rows, vectors, hash rows, even the triggers -- so almost any damage short of
+a corrupt file can be rebuilt from the ``documents`` table. The expected
+schema is what the migrations create in a fresh in-memory database, so a
+dropped index, trigger or FTS table is noticed and re-created exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from ...migrations import steps  # package-dir mapped
+from ...model import (
+    DOC_VECTOR,
+    HYPE_QUESTIONS,
+    HYPE_VECTORS,
+    PENDING,
+    Check,
+    Document,
+    fingerprint_id,
+)
+from . import vectors as _vectors
+from .connection import Connection, binding, snapshot, transaction
+
+SAMPLE = 5  # ids shown per check; counts are always complete
+SLOTS = _vectors.SLOTS
+# Plain tables holding only derived data: re-created empty if dropped.
+_DERIVED_TABLES = {"document_tags", "hype_questions", "vector_data", "derived"}
+
+
+@lru_cache(maxsize=1)
+def expected_schema() -> dict[str, tuple[str, str]]:
+    """name -> (type, sql) of every object the migrations create."""
+    conn = binding().connect(":memory:", isolation_level=None)
+    try:
+        for _, path in steps("sqlite"):
+            conn.executescript(path.read_text(encoding="utf-8"))
+        return {name: (kind, sql) for kind, name, sql in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+            "AND name NOT LIKE 'sqlite_%'")}
+    finally:
+        conn.close()
+
+
+def _squash(sql: str | None) -> str:
+    return " ".join((sql or "").split())
+
+
+def _schema_check(conn: Connection) -> Check:
+    actual = {name: (kind, sql) for kind, name, sql in conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
+    wrong = sorted(name for name, (kind, sql) in expected_schema().items()
+                   if name not in actual or _squash(actual[name][1]) != _squash(sql))
+    lost = [n for n in wrong if n == "documents" or n == "meta"]
+    return Check("schema", len(wrong), f"missing or altered schema objects: {', '.join(wrong)}"
+                 if wrong else "", fixable=not lost, sample=wrong[:SAMPLE])
+
+
+def fts_tables() -> list[str]:
+    return sorted(n for n, (k, sql) in expected_schema().items()
+                  if k == "table" and "USING fts5" in (sql or ""))
+
+
+def _integrity(conn: Connection) -> Check:
+    rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+    bad = [] if rows == ["ok"] else rows
+    return Check("integrity", len(bad), "; ".join(bad[:3]) or "PRAGMA integrity_check: ok",
+                 fixable=False, sample=bad[:SAMPLE])
+
+
+def _fts_integrity(conn: Connection, writable: bool) -> Check:
+    if not writable:
+        # The FTS5 check is an INSERT: a read-only file cannot run it (PRAGMA
+        # integrity_check covers FTS5 on SQLite >= 3.44).
+        return Check("fts_integrity", 0, "skipped: the file is opened read-only",
+                     problem=False)
+    failed = []
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    for table in fts_tables():  # names from the migrations, plain words
+        if table not in present:
+            continue  # reported by the schema check
+        try:
+            conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
+        except Exception as exc:  # SQLITE_CORRUPT_VTAB from the binding
+            failed.append(f"{table}: {exc}")
+    return Check("fts_integrity", len(failed), "; ".join(failed) or "FTS5 integrity-check: ok",
+                 sample=failed[:SAMPLE])
+
+
+def _meta_checks(conn: Connection, fp: str | None) -> tuple[list[Check], bool]:
+    checks = []
+    fusion = _meta(conn, "fusion")
+    checks.append(Check("meta_fusion", 0 if isinstance(fusion, dict) else 1,
+                        "" if isinstance(fusion, dict) else
+                        f"stored fusion defaults are not a JSON object: {fusion!r:.80}"))
+    stored = _meta(conn, "embedder")
+    if not isinstance(stored, dict) or not isinstance(stored.get("dim"), int):
+        checks.append(Check("fingerprint", 1, "no embedder fingerprint; documents are kept. "
+                            "Run `kbstore doctor --fix --embedder NAME` to record one and "
+                            "re-embed", fixable=False))
+        return checks, False
+    dim = _vectors.table_dim(conn) if _vectors.table_exists(conn) else None
+    if dim != stored["dim"]:
+        what = "missing" if dim is None else f"{dim}-dimensional"
+        checks.append(Check("vector_table", 1, f"vector table is {what}, the embedder "
+                            f"{fingerprint_id(stored)} makes {stored['dim']}-dimensional "
+                            "vectors"))
+        return checks, False
+    checks.append(Check("vector_table", 0, f"vec0 table, {dim} dimensions"))
+    if _vectors.stage_exists(conn):
+        checks.append(Check("rebuild_in_progress", 1, "a `kbstore reembed` was interrupted; "
+                            "the old vectors still serve. Run it again to finish, or --fix "
+                            "to discard the staged vectors", problem=False))
+    return checks, True
+
+
+def _meta(conn: Connection, key: str) -> Any:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+    except Exception:
+        return None
+
+
+def _documents(conn: Connection) -> dict[int, Document]:
+    return {int(r[0]): Document(path=r[1], title=r[2], body=r[3], tags=json.loads(r[4]))
+            for r in conn.execute("SELECT id, path, title, body, tags FROM documents")}
+
+
+def _ids(conn: Connection, sql: str, *args: Any) -> set[int]:
+    return {int(r[0]) for r in conn.execute(sql, args)}
+
+
+def _tag_rows(docs: dict[int, Document]) -> set[tuple[str, int]]:
+    return {(t.strip().lower(), d) for d, doc in docs.items() for t in doc.tags if t.strip()}
+
+
+def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Check]:
+    docs = _documents(conn)
+    ids = set(docs)
+    checks: list[Check] = []
+
+    def add(name: str, found: Any, detail: str, **kw: Any) -> None:
+        found = sorted(found)
+        checks.append(Check(name, len(found), detail if found else "", sample=found[:SAMPLE], **kw))
+
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    missing: set[int] = set()
+    extra: set[int] = set()
+    for table in fts_tables():
+        if f"{table}_docsize" not in present:
+            continue  # the table is gone: the schema check reports it
+        indexed = _ids(conn, f"SELECT id FROM {table}_docsize")
+        missing |= ids - indexed
+        extra |= indexed - ids
+    add("documents_missing_fts", missing, "documents absent from an FTS5 index")
+    add("orphan_fts_rows", extra, "FTS5 rows of deleted documents")
+    if "document_tags" in present:
+        want = _tag_rows(docs)
+        have = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
+        add("tag_rows", {d for _, d in want ^ have}, "documents whose exact-tag rows disagree "
+            "with their tags")
+    questions = {(int(r[0]), int(r[1])) for r in
+                 conn.execute("SELECT doc_id, position FROM hype_questions")}
+    add("orphan_questions", {d for d, _ in questions if d not in ids},
+        "HyPE questions of deleted documents")
+    derived = conn.execute("SELECT doc_id, kind, content_hash, model, status FROM derived"
+                           ).fetchall()
+    add("orphan_derived", {int(r[0]) for r in derived if int(r[0]) not in ids},
+        "hash rows of deleted documents")
+    by_kind: dict[str, dict[int, tuple[str, str, str]]] = {}
+    for doc_id, kind, content_hash, model, status in derived:
+        by_kind.setdefault(kind, {})[int(doc_id)] = (content_hash, model, status)
+    doc_rows = by_kind.get(DOC_VECTOR, {})
+    qrows = by_kind.get(HYPE_QUESTIONS, {})
+    add("documents_missing_hash_row", ids - set(doc_rows),
+        "documents without a 'doc_vector' hash row (never embedded)")
+    add("stale_vectors", {d for d, (h, _, _) in doc_rows.items()
+                          if d in docs and h != docs[d].vector_hash()},
+        "document vectors made from older content")
+    add("secrets_in_errors", _unredacted(conn),
+        "stored LLM errors that still hold what looks like a credential (written by an "
+        "older kbstore); --fix redacts them")
+    add("pending_hype", {d for d, (_, _, s) in qrows.items() if d in ids and s == PENDING},
+        "documents whose HyPE questions wait for the LLM (`kbstore hype`)",
+        fixable=False, problem=False)
+    add("stale_questions", {d for d, (h, _, s) in qrows.items()
+                            if d in docs and s == "ok" and h != docs[d].hype_hash()},
+        "HyPE questions written for older content (--fix drops them; `kbstore hype` asks "
+        "again)")
+    if fp is not None:
+        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS)
+                                     for d, (_, m, _) in by_kind.get(kind, {}).items()
+                                     if d in ids and m != fp},
+            f"vectors made by another embedder than the stored {fp}")
+    if not vectors_ok:
+        return checks
+    # Each vector lives twice: sign bits in vec0 (KNN) and float32 in vector_data.
+    bits = _rows(conn, f"SELECT vector_id, doc_id FROM {_vectors.TABLE}")
+    floats = _rows(conn, "SELECT vector_id, doc_id FROM vector_data")
+    both = set(bits) & set(floats)
+    add("orphan_vectors", _orphans(bits, ids, questions) | _orphans(floats, ids, questions),
+        "vectors of deleted documents or questions (vec0 or vector_data)")
+    add("documents_missing_vectors", {d for d in ids if d * SLOTS not in both},
+        "documents without their document vector (vec0 and vector_data)")
+    add("questions_missing_vectors", {d for d, pos in questions
+                                      if d in ids and d * SLOTS + pos not in both},
+        "documents whose HyPE questions lack vectors")
+    add("invalid_vectors", {v // SLOTS for v in _invalid_vectors(conn)},
+        "documents with NaN, infinite, zero or wrong-size vectors")
+    return checks
+
+
+def _unredacted(conn: Connection) -> set[int]:
+    from ...redact import redact
+
+    return {int(d) for d, error in conn.execute(
+        "SELECT doc_id, error FROM derived WHERE error IS NOT NULL") if redact(error) != error}
+
+
+def _rows(conn: Connection, sql: str) -> dict[int, int]:
+    return {int(r[0]): int(r[1]) for r in conn.execute(sql)}
+
+
+def _orphans(rows: dict[int, int], ids: set[int], questions: set[tuple[int, int]]) -> set[int]:
+    """vector ids whose document is gone, whose doc_id disagrees with the id,
+    or whose HyPE slot has no question."""
+    return {v for v, d in rows.items()
+            if v // SLOTS not in ids or d != v // SLOTS
+            or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)}
+
+
+def _invalid_vectors(conn: Connection) -> set[int]:
+    import numpy as np
+
+    dim = _vectors.table_dim(conn)
+    bad = set()
+    for vid, emb in conn.execute("SELECT vector_id, embedding FROM vector_data"):
+        vec = np.frombuffer(emb, dtype=np.float32) if len(emb) % 4 == 0 else None
+        if vec is None or vec.shape != (dim,) or not np.all(np.isfinite(vec)) or not vec.any():
+            bad.add(int(vid))
+    return bad
+
+
+def _guarded(name: str, check: Any, *args: Any) -> Check:
+    try:
+        return check(*args)  # type: ignore[no-any-return]
+    except Exception as exc:
+        return Check(name, 1, f"check failed: {exc}", fixable=False)
+
+
+def diagnose(conn: Connection, fp: str | None, *, writable: bool) -> list[Check]:
+    checks = [_guarded("integrity", _integrity, conn), _guarded("schema", _schema_check, conn),
+              _guarded("fts_integrity", _fts_integrity, conn, writable)]
+    setup, vectors_ok = _meta_checks(conn, fp)
+    checks += setup
+    try:
+        with snapshot(conn):  # one snapshot for the cross-table comparisons
+            checks += _row_checks(conn, fp, vectors_ok)
+    except Exception as exc:  # a damaged file can fail any query
+        checks.append(Check("tables", 1, f"could not compare the tables: {exc}",
+                            fixable=False))
+    return checks
+
+
+# -- repairs ------------------------------------------------------------------------
+
+
+def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[str]:
+    """Rebuild what needs no embedder, in one transaction. Vectors that must
+    be re-made are forgotten (their hash rows dropped) so the write path
+    re-embeds them afterwards."""
+    actions: list[str] = []
+    with transaction(conn):
+        if "schema" in bad:
+            actions += _recreate_schema(conn)
+            bad |= {"fts_integrity", "tag_rows"}
+        if "meta_fusion" in bad:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('fusion', ?)",
+                         (json.dumps(defaults, sort_keys=True),))
+            actions.append("rewrote the stored fusion defaults")
+        if bad & {"fts_integrity", "documents_missing_fts", "orphan_fts_rows"}:
+            for table in fts_tables():
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
+            actions.append("rebuilt the FTS5 indexes from the documents table")
+        if "tag_rows" in bad:
+            conn.execute("DELETE FROM document_tags")
+            conn.execute("INSERT OR IGNORE INTO document_tags (tag, doc_id) SELECT "
+                         "lower(trim(j.value)), d.id FROM documents d, json_each(d.tags) j "
+                         "WHERE trim(j.value) <> ''")
+            actions.append("rebuilt the exact-tag rows")
+        if "vector_table" in bad:
+            actions += _rebuild_vector_table(conn)
+        if "rebuild_in_progress" in bad:
+            _vectors.stage_drop(conn)
+            actions.append("discarded the vectors staged by an interrupted reembed")
+        if "secrets_in_errors" in bad:
+            from ...redact import redact
+
+            rows = conn.execute("SELECT doc_id, kind, error FROM derived "
+                                "WHERE error IS NOT NULL").fetchall()
+            conn.executemany("UPDATE derived SET error = ? WHERE doc_id = ? AND kind = ?",
+                             [(redact(e), d, k) for d, k, e in rows if redact(e) != e])
+            actions.append("redacted credentials in stored LLM errors")
+        actions += _delete_orphans(conn, bad)
+        actions += _forget_bad_vectors(conn, bad)
+    return actions
+
+
+def _recreate_schema(conn: Connection) -> list[str]:
+    actual = {name: _squash(sql) for name, sql in conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
+    done = []
+    expected = expected_schema()
+    order = {"table": 0, "index": 1, "trigger": 2}
+    for name, (kind, sql) in sorted(expected.items(), key=lambda i: order.get(i[1][0], 3)):
+        if kind == "table" and name.startswith(tuple(f"{t}_" for t in fts_tables())):
+            continue  # FTS5 shadow tables come with their virtual table
+        if actual.get(name) == _squash(sql):
+            continue
+        if kind == "table" and name in actual and name not in _DERIVED_TABLES \
+                and "USING fts5" not in sql:
+            continue  # a user table with data kbstore cannot rebuild: reported, kept
+        if name in actual:
+            conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")  # names from the migrations
+        conn.execute(sql)
+        done.append(name)
+    return [f"re-created {', '.join(done)}"] if done else []
+
+
+def _rebuild_vector_table(conn: Connection) -> list[str]:
+    stored = _meta(conn, "embedder") or {}
+    dim = _vectors.check_dim(stored.get("dim"))
+    _vectors.create_table(conn, dim)
+    sizes = {int(r[0]) for r in conn.execute("SELECT DISTINCT length(embedding) FROM vector_data")}
+    if sizes <= {4 * dim}:
+        n = _vectors.refill_from_floats(conn)
+        return [f"re-created the vector table and refilled {n} vector(s) from their float copies"]
+    conn.execute("DELETE FROM vector_data")
+    conn.execute("DELETE FROM derived WHERE kind IN (?, ?)", (DOC_VECTOR, HYPE_VECTORS))
+    return [f"re-created the {dim}-dimensional vector table; every document will be re-embedded"]
+
+
+def _delete_orphans(conn: Connection, bad: set[str]) -> list[str]:
+    actions = []
+    if "orphan_vectors" in bad:
+        live = _ids(conn, "SELECT id FROM documents")
+        questions = {(int(r[0]), int(r[1])) for r in
+                     conn.execute("SELECT doc_id, position FROM hype_questions")}
+        doomed = [(v,) for v in _orphans(_rows(conn, f"SELECT vector_id, doc_id FROM "
+                                                     f"{_vectors.TABLE}"), live, questions)]
+        conn.executemany(f"DELETE FROM {_vectors.TABLE} WHERE vector_id = ?", doomed)
+        data = [(v,) for v in _orphans(_rows(conn, "SELECT vector_id, doc_id FROM vector_data"),
+                                       live, questions)]
+        conn.executemany("DELETE FROM vector_data WHERE vector_id = ?", data)
+        actions.append(f"deleted {len(doomed) + len(data)} orphan vector row(s)")
+    for check, table in (("orphan_questions", "hype_questions"), ("orphan_derived", "derived")):
+        if check in bad:  # table names are constants
+            n = conn.execute(f"DELETE FROM {table} WHERE doc_id NOT IN (SELECT id FROM documents)"
+                             ).rowcount
+            actions.append(f"deleted {n} orphan row(s) from {table}")
+    if "stale_questions" in bad:
+        n = 0
+        for doc_id, title, body, chash in conn.execute(
+                "SELECT d.id, d.title, d.body, h.content_hash FROM documents d JOIN derived h "
+                "ON h.doc_id = d.id AND h.kind = ?", (HYPE_QUESTIONS,)).fetchall():
+            if Document(path="", title=title, body=body).hype_hash() != chash:
+                _vectors.delete_slots(conn, doc_id, range(1, SLOTS))
+                conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
+                conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind IN (?, ?)",
+                             (doc_id, HYPE_QUESTIONS, HYPE_VECTORS))
+                n += 1
+        actions.append(f"dropped the stale HyPE questions of {n} document(s)")
+    return actions
+
+
+def _forget_bad_vectors(conn: Connection, bad: set[str]) -> list[str]:
+    """Drop hash rows that claim a vector exists when it does not (or is
+    unusable), so the write path re-embeds those documents."""
+    if not bad & {"documents_missing_vectors", "questions_missing_vectors", "invalid_vectors"}:
+        return []
+    if "invalid_vectors" in bad:
+        for vid in _invalid_vectors(conn):
+            _vectors.delete_slots(conn, vid // SLOTS, [vid % SLOTS])
+    bits = set(_rows(conn, f"SELECT vector_id, doc_id FROM {_vectors.TABLE}"))
+    floats = set(_rows(conn, "SELECT vector_id, doc_id FROM vector_data"))
+    both = bits & floats
+    docs = _ids(conn, "SELECT id FROM documents")
+    no_vector = [(d,) for d in sorted(docs) if d * SLOTS not in both]
+    for (d,) in no_vector:  # a half-present slot (only in vec0 or only as floats) is freed
+        _vectors.delete_slots(conn, d, [0])
+    conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'doc_vector'", no_vector)
+    no_qvec = sorted({(int(d),) for d, pos in conn.execute(
+        "SELECT doc_id, position FROM hype_questions") if int(d) * SLOTS + int(pos) not in both})
+    conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'hype_vectors'", no_qvec)
+    return [f"marked {len(no_vector) + len(no_qvec)} document(s) for re-embedding"]
+
+

@@ -1,0 +1,138 @@
+"""The SQLite side of the search pipeline: a neutral SearchRequest compiled
+into the parameters of ``search.sql`` (FTS5 expressions quoted here), run as
+ONE statement that also returns each hit's body for its snippet, and the same
+parameters written as a sqlite3-shell script (``kbstore search --shell``)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ...model import Hit, SearchRequest
+from ...query import make_snippet, vec_k
+from .connection import Connection, snapshot, vec_path
+
+SQL_FILE = Path(__file__).with_name("search.sql")
+
+
+@lru_cache(maxsize=1)
+def search_sql() -> str:
+    # A plain path, not importlib.resources (which imports tempfile/shutil at start-up).
+    return SQL_FILE.read_text(encoding="utf-8")
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_expression(terms: tuple[str, ...]) -> str | None:
+    """An OR of quoted terms: any term matches, BM25 ranks. None if empty."""
+    return " OR ".join(_quote(t) for t in terms) or None
+
+
+def title_expression(terms: tuple[str, ...]) -> str | None:
+    """Titles sharing at least two distinct query words (one for a one-word
+    query): a single common word in a title is noise, yet RRF would give it
+    the same rank-1 credit as a real match. Written as an OR of pairs."""
+    if len(terms) <= 1:
+        return _quote(terms[0]) if terms else None
+    return " OR ".join(f"({_quote(a)} AND {_quote(b)})"
+                       for i, a in enumerate(terms) for b in terms[i + 1:])
+
+
+def compile_params(request: SearchRequest, dim: int) -> dict[str, Any]:
+    params = {k: v for k, v in request.settings.items()
+              if k not in ("drop_stopwords", "vec_k_doc", "vec_k_hype")}
+    has_vector = request.vector is not None
+    params.update(
+        fts_query=fts_expression(request.fts_terms),
+        title_query=title_expression(request.title_terms),
+        tag_terms=json.dumps(list(request.tag_terms)),  # ASCII: lone surrogates escaped
+        # No vector side: float32 zeros and k = 0 give an empty KNN.
+        qvec=request.vector if has_vector else bytes(4 * dim),
+        vec_k_doc=vec_k(request.settings, "vec_k_doc", request.limit) if has_vector else 0,
+        vec_k_hype=vec_k(request.settings, "vec_k_hype", request.limit) if has_vector else 0,
+        topic=request.topic, now=request.now, limit=request.limit)
+    return params
+
+
+def run(conn: Connection, request: SearchRequest, dim: int) -> list[Hit]:
+    params = compile_params(request, dim)
+    # One snapshot: with a writer committing meanwhile, a hit's fields and
+    # snippet still come from one version of the document.
+    with snapshot(conn):
+        cursor = conn.execute(search_sql(), params)
+        columns = [c[0] for c in cursor.description]
+        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+    return [Hit(path=row["path"], title=row["title"], tags=json.loads(row["tags"]),
+                doc_type=row["doc_type"], topic=row["topic"], updated=row["updated"],
+                score=float(row["score"]), snippet=make_snippet(row["body"], request.terms),
+                explain=explain_row(row) if request.explain else None)
+            for row in rows]
+
+
+def explain_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Every factor that made a hit's score."""
+    return {
+        "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"], "vector": row["vec_rank"]},
+        "frontmatter_weight": row["fm_weight"],  # 1.0 tag match, w_fm_title title-only
+        "raw": {"bm25": row["fts_score"], "cosine": row["vec_score"]},
+        "rrf": {"frontmatter": row["rrf_fm"], "fts": row["rrf_fts"], "vector": row["rrf_vec"]},
+        "convex": row["convex"],
+        "boost": row["boost"],
+        "decay": row["decay"],
+        "matched_vector": row["matched_kind"] if row["vec_rank"] is not None else None,
+        "matched_question": row["matched_question"],
+    }
+
+
+# -- the sqlite3-shell script --------------------------------------------------------
+
+
+def _literal(value: Any) -> str:
+    """A SQL literal the shell cannot mistake for anything else: newlines are
+    spelled char(10)/char(13), so no line of the script can start a
+    dot-command."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, (int, float)):
+        return repr(float(value)) if isinstance(value, float) else str(value)
+    text = str(value).replace("'", "''")
+    for char, code in (("\r", 13), ("\n", 10)):
+        text = text.replace(char, f"' || char({code}) || '")
+    return f"'{text}'"
+
+
+def _dot_arg(text: str) -> str:
+    """A dot-command argument in double quotes (the shell resolves backslash
+    escapes there), so spaces, quotes and newlines stay inside it."""
+    escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+               .replace("\r", "\\r"))
+    return f'"{escaped}"'
+
+
+def shell_script(request: SearchRequest, dim: int, vector: list[float] | None,
+                 location: str) -> str:
+    params = compile_params(request, dim)
+    if vector is not None:  # the shell takes the query vector as a JSON array
+        params["qvec"] = json.dumps([round(float(x), 7) for x in vector])
+    else:
+        params["qvec"] = json.dumps([0.0] * dim)
+    lines = [
+        f"-- kbstore search for {json.dumps(request.text)} in {json.dumps(location)}",
+        "-- run with:  sqlite3 <database> < this-file",
+        f".load {_dot_arg(vec_path())}",
+        ".parameter init",
+    ]
+    # Rows in the shell's parameter table: plain SQL literals, no shell quoting.
+    for key, value in sorted(params.items()):
+        lines.append("INSERT OR REPLACE INTO temp.sqlite_parameters (key, value) "
+                     f"VALUES ({_literal(':' + key)}, {_literal(value)});")
+    # The statement itself, not a .read of its file: nothing in the script
+    # depends on where kbstore is installed except the extension.
+    lines += [".mode box", search_sql().rstrip(), ""]
+    return "\n".join(lines)

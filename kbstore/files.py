@@ -1,0 +1,97 @@
+"""Writing files safely: markdown in picobot's style, atomic replacement,
+and export targets that can never clobber a database or a user's file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import ExchangeError
+
+
+def render_markdown(meta: dict[str, Any], body: str) -> str:
+    """A markdown file with YAML frontmatter in picobot's style
+    (``tags: [a, b]``, dates as YYYY-MM-DD)."""
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:  # equal dates: no &id001 anchors
+            return True
+
+    head = yaml.dump(meta, Dumper=_Dumper, default_flow_style=None, sort_keys=False,
+                     allow_unicode=True, width=10_000) if meta else ""
+    return f"---\n{head}---\n{body.rstrip()}\n"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temp file in the same folder + os.replace: readers see the
+    old file or the new one, never half of one. The temp name does not end in
+    .md, so a crash never leaves a half-written document to be indexed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+def check_target(target: Path, *, protected: list[Path], overwrite: bool) -> None:
+    """Refuse to write over a database (or its -wal/-shm), or over an existing
+    file unless ``overwrite``."""
+    for source in protected:
+        for guarded in (source, Path(f"{source}-wal"), Path(f"{source}-shm"),
+                        Path(f"{source}-journal")):
+            if _same_file(target, guarded):
+                raise ExchangeError(f"refusing to export into {target}: it is the database "
+                                    "being exported")
+    if target.is_dir():
+        raise ExchangeError(f"{target} is a folder; give a file name")
+    if target.exists() and not overwrite:
+        raise ExchangeError(f"{target} exists; pass --force (overwrite=True) to replace it")
+
+
+def open_output(out: str | os.PathLike[str] | IO[str], *, protected: list[Path],
+                overwrite: bool = False) -> tuple[IO[str], Callable[[bool], None]]:
+    """A text handle for ``out`` ('-' = stdout) and a finish(ok) callback that
+    moves a temp file into place, so a failed export leaves neither a half
+    file nor its temp file, and never touches an existing target."""
+    if hasattr(out, "write"):
+        return out, lambda ok: None  # type: ignore[return-value]
+    if str(out) == "-":
+        return sys.stdout, lambda ok: sys.stdout.flush()
+    target = Path(out).expanduser()
+    check_target(target, protected=protected, overwrite=overwrite)
+    if not target.parent.is_dir():
+        raise ExchangeError(f"folder {target.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+
+    def finish(ok: bool) -> None:
+        try:
+            handle.close()
+            if ok:
+                check_target(target, protected=protected, overwrite=overwrite)  # raced?
+                os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    return handle, finish

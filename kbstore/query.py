@@ -1,0 +1,211 @@
+"""Query analysis: a user's query and search settings turned into a
+backend-neutral :class:`~kbstore.model.SearchRequest`.
+
+Query text is data: it is split into words here, and each backend quotes
+every word for its own full-text syntax, so FTS operators in a query are
+just words. Every setting is validated here, once, for every backend.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import EmptyQueryError, InvalidQueryError
+from .model import SearchRequest
+
+# Words as unicode61 sees them: letters and digits; '_' and punctuation split.
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+MAX_QUERY_TERMS = 64  # a 100 KB query must not become a 100 KB MATCH
+TITLE_TERMS = 12
+MAX_LIMIT = 1000
+# Very common English words: they match almost every document (BM25 gives them
+# ~0 weight) but make an OR query visit every posting list. Dropped from the
+# full-text query only; the vector side sees the whole query.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its itself
+just me more most my myself no nor not now of off on once only or other ought our ours
+ourselves out over own same she should so some such than that the their theirs them themselves
+then there these they this those through to too under until up very was we were what when
+where which while who whom why will with would you your yours yourself yourselves often
+""".split())
+
+# Fusion defaults come from benchmarks/results/quality.md: chosen on Cranfield,
+# confirmed on SciFact and CISI. The seed's k=60 with the frontmatter retriever
+# at full weight scored BELOW the best single retriever on all three (title
+# overlap is a weak, BM25-correlated signal; at k=60 a stray rank-1 counts as
+# much as a real one). k=20 and w_fm=0.25: +0.034 / +0.041 / +0.019 nDCG@10
+# over the best single retriever (SciFact / Cranfield / CISI). Those
+# collections have no tags: w_fm_title (0.25) is what was measured; an exact
+# tag match, curated metadata, keeps the frontmatter weight w_fm (1.0).
+DEFAULTS: dict[str, Any] = {
+    "fusion": "rrf", "k_rrf": 20.0, "w_fm": 1.0, "w_fm_title": 0.25, "w_fts": 1.0,
+    "w_vec": 1.0,
+    "w_title": 2.0, "w_tags": 1.5, "w_body": 1.0,
+    "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0, "half_life_days": 30.0,
+    "fm_limit": 100, "fts_limit": 100, "vec_limit": 100,
+    # KNN candidates per vector kind before exact rescoring; None = auto,
+    # max(VEC_K_AUTO[kind], 4 x limit). Documents: sign bits of real MiniLM
+    # vectors need 256 (recall@10 against exact search on SciFact: 0.92 at
+    # 64, 0.97 at 128, 0.99 at 256). Questions: 128 (~6 per document, so the
+    # HyPE partition is 6x larger while a document needs only one of its
+    # questions among the candidates).
+    "vec_k_doc": None, "vec_k_hype": None,
+    "min_similarity": None, "drop_stopwords": True,
+}
+FUSIONS = ("rrf", "convex")
+VEC_K_MAX = 4096  # sqlite-vec's cap on k
+VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128}
+# Settings for which None is a value (off / automatic), not "use the default".
+NULLABLE = frozenset({"half_life_days", "min_similarity", "vec_k_doc", "vec_k_hype"})
+_POSITIVE = ("k_rrf", "boost_skill", "boost_journal", "boost_entry")
+_WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_title", "w_tags", "w_body")
+_COUNTS = ("fm_limit", "fts_limit", "vec_limit")
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased terms in order, repeats kept (they weigh in BM25)."""
+    return _TERM.findall(query.lower())[:MAX_QUERY_TERMS]
+
+
+def fts_terms(terms: list[str], drop_stopwords: bool = True) -> list[str]:
+    """Terms for the full-text OR query; all of them if every one is a stopword."""
+    return [t for t in terms if not (drop_stopwords and t in STOPWORDS)] or terms
+
+
+def title_terms(terms: list[str]) -> list[str]:
+    return [t for t in dict.fromkeys(terms) if t not in STOPWORDS][:TITLE_TERMS]
+
+
+def tag_candidates(query: str, terms: list[str]) -> list[str]:
+    """Strings that count as an exact tag match: each term, adjacent pairs
+    joined by '-' and ' ' (multi-word tags), and the whole query."""
+    out = list(dict.fromkeys(terms))
+    for a, b in zip(terms, terms[1:], strict=False):
+        out += [f"{a}-{b}", f"{a} {b}"]
+    whole = " ".join(query.lower().split())
+    if whole:
+        out.append(whole)
+    return list(dict.fromkeys(out))
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidQueryError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidQueryError(f"{name} must be finite, got {value!r}")
+    return number
+
+
+def _count(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidQueryError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+    return value
+
+
+def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Check every fusion setting; returns them with numbers as floats/ints.
+    ``half_life_days`` None or 0 turns recency decay off."""
+    out = dict(settings)
+    if out["fusion"] not in FUSIONS:
+        raise InvalidQueryError(f"fusion must be one of {FUSIONS}, got {out['fusion']!r}")
+    for name in _POSITIVE:
+        out[name] = _number(name, out[name])
+        if out[name] <= 0:
+            raise InvalidQueryError(f"{name} must be > 0, got {out[name]}")
+    for name in _WEIGHTS:
+        out[name] = _number(name, out[name])
+        if out[name] < 0:
+            raise InvalidQueryError(f"{name} must be >= 0, got {out[name]}")
+    for name in _COUNTS:
+        out[name] = _count(name, out[name], 1, MAX_LIMIT)
+    half_life = out["half_life_days"]
+    if half_life is not None:
+        half_life = _number("half_life_days", half_life)
+        if half_life < 0:
+            raise InvalidQueryError("half_life_days must be >= 0 (0 or None: no decay)")
+        out["half_life_days"] = half_life or None
+    if out["min_similarity"] is not None:
+        out["min_similarity"] = _number("min_similarity", out["min_similarity"])
+        if not -1.0 <= out["min_similarity"] <= 1.0:
+            raise InvalidQueryError("min_similarity is a cosine similarity in -1..1")
+    for name in ("vec_k_doc", "vec_k_hype"):
+        if out[name] is not None:
+            out[name] = _count(name, out[name], 1, VEC_K_MAX)
+    if not isinstance(out["drop_stopwords"], bool):
+        raise InvalidQueryError("drop_stopwords must be True or False")
+    return out
+
+
+def resolve_settings(defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Code defaults < the database's stored defaults < the call's overrides.
+    An override of None means "not given", except for the NULLABLE keys."""
+    unknown = set(overrides) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown search parameter(s): {', '.join(sorted(unknown))}")
+    given = {k: v for k, v in overrides.items() if v is not None or k in NULLABLE}
+    stored = {k: v for k, v in defaults.items() if k in DEFAULTS}
+    return validate_settings({**DEFAULTS, **stored, **given})
+
+
+def parse_now(now: Any) -> str:
+    """The instant recency is measured at, as ISO 8601 (UTC if naive)."""
+    if now is None:
+        return dt.datetime.now(dt.timezone.utc).isoformat()
+    if isinstance(now, dt.datetime):
+        moment = now
+    elif isinstance(now, dt.date):
+        moment = dt.datetime(now.year, now.month, now.day)
+    elif isinstance(now, str):
+        try:
+            moment = dt.datetime.fromisoformat(now.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidQueryError(f"now must be an ISO 8601 date or time, got {now!r}") from None
+    else:
+        raise InvalidQueryError(f"now must be an ISO 8601 date or time, got {now!r}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.isoformat()
+
+
+def analyse(query: Any, vector: bytes | None, *, topic: Any = None, limit: Any = 10,
+            now: Any = None, settings: Mapping[str, Any], explain: bool = False
+            ) -> SearchRequest:
+    """A validated request. ``settings`` are already resolved (see
+    :func:`resolve_settings`); ``vector`` is float32 bytes or None."""
+    if not isinstance(query, str) or not query.replace("\x00", " ").strip():
+        raise EmptyQueryError("search query is empty; pass some words to search for")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidQueryError(f"limit must be an integer in 1..{MAX_LIMIT}, got {limit!r}")
+    if topic is not None and (not isinstance(topic, str) or not topic.strip()):
+        raise InvalidQueryError(f"topic must be a topic name or None, got {topic!r}")
+    text = query.replace("\x00", " ")
+    terms = query_terms(text)
+    return SearchRequest(
+        text=text, terms=tuple(terms),
+        fts_terms=tuple(fts_terms(terms, settings["drop_stopwords"])),
+        title_terms=tuple(title_terms(terms)), tag_terms=tuple(tag_candidates(text, terms)),
+        vector=vector, topic=topic, limit=limit, now=parse_now(now), settings=settings,
+        explain=explain)
+
+
+def vec_k(settings: Mapping[str, Any], key: str, limit: int) -> int:
+    """KNN candidates for one vector kind (auto: max(default, 4 x limit))."""
+    wanted = settings[key] if settings[key] is not None else max(VEC_K_AUTO[key], 4 * limit)
+    return max(1, min(int(wanted), VEC_K_MAX))
+
+
+def make_snippet(body: str, terms: tuple[str, ...] | list[str], width: int = 200) -> str:
+    """About ``width`` characters of ``body`` around the first query term."""
+    text = " ".join(body.split())
+    lower = text.lower()
+    positions = [p for p in (lower.find(t) for t in terms if t not in STOPWORDS) if p >= 0]
+    start = max(0, min(positions) - width // 4) if positions else 0
+    piece = text[start:start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
