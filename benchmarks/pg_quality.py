@@ -7,7 +7,7 @@ Per collection, in one run: the SQLite knowledge base of benchmarks/quality.py
 (its cached MiniLM vectors; built on first use) is copied row for row (same
 ids, texts and float32 vectors) into a PostgreSQL schema with plain psycopg,
 then every judged query runs through both statements with the same
-settings: kbstore/sql/search.sql via ``KnowledgeStore.search`` and
+settings: kbstore/backends/sqlite/search.sql via ``KnowledgeStore.search`` and
 kbstore/backends/postgres/search.sql. Reported: nDCG@10 (pytrec_eval) of the
 full-text retriever alone (FTS5 BM25 / the statement's BM25 / ts_rank),
 the fusions, top-10 agreement, recall@10 of the HNSW index against exact
@@ -179,7 +179,7 @@ TS_RANK_FTS = """
 
 
 def ts_rank_expr(settings: dict[str, Any], fn: str = "ts_rank", norm: int = 0) -> str:
-    from kbstore.search import DEFAULTS
+    from kbstore.query import DEFAULTS
 
     w = {k: float(settings.get(k, DEFAULTS[k])) for k in ("w_title", "w_tags", "w_body")}
     top = max(w.values())
@@ -416,7 +416,7 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
         "embedder minilm (cached vectors of benchmarks/quality.py), HyPE off. Each "
         "collection's SQLite knowledge base is copied row for row (same ids, texts, float32 "
         "vectors) into a PostgreSQL schema; every judged query runs through "
-        "kbstore/sql/search.sql (`KnowledgeStore.search`) and "
+        "kbstore/backends/sqlite/search.sql (`KnowledgeStore.search`) and "
         "kbstore/backends/postgres/search.sql with the same settings, top 100, pytrec_eval.",
         "",
     ]

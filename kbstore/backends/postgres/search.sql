@@ -1,5 +1,5 @@
 -- kbstore hybrid search on PostgreSQL: the retrievers and the fusion of
--- kbstore/sql/search.sql (the SQLite statement), in ONE statement.
+-- kbstore/backends/sqlite/search.sql (the SQLite statement), in ONE statement.
 --
 -- Retrievers (each yields doc_id, rank 1..n, raw score):
 --   fm   frontmatter: exact tag matches (document_tags), then titles sharing
