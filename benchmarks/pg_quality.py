@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -440,6 +441,7 @@ def sample_kb(url: str, now: str = "2026-12-01T00:00:00+00:00") -> dict[str, Any
         out.append({"query": text, "sqlite": lite_top, "postgres": pg_top})
     conn.close()
     store.close()
+    shutil.rmtree(folder, ignore_errors=True)
     return {"documents": len(docs), "queries": out}
 
 
