@@ -20,19 +20,16 @@ import threading
 import time
 from pathlib import Path
 
-CACHE_DIR_ENV = "KBSTORE_CACHE_DIR"
-QUERY_CACHE_ENV = "KBSTORE_QUERY_CACHE"
+from .settings import CACHE_DIR_ENV, QUERY_CACHE_ENV, Settings  # noqa: F401  (names documented)
+
 QUERY_CACHE_FILE = "query-vectors.sqlite"
 MAX_QUERY_VECTORS = 20_000  # ~1.5 KB each at 384-d: ~30 MB at most
 PRUNE_TO = 15_000
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kbstore"
+    """Where derived model files and the query-vector cache live (Settings)."""
+    return Path(Settings.from_env().cache_dir)
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -49,7 +46,7 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def query_cache_enabled() -> bool:
-    return os.environ.get(QUERY_CACHE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    return Settings.from_env().query_cache
 
 
 class QueryVectorCache:

@@ -26,7 +26,6 @@ Start-up and memory (measured in benchmarks/results/first_query.md):
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .embed import normalize
 from .errors import EmbedderUnavailableError
+from .settings import EMBED_THREADS_ENV, Settings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,7 +43,7 @@ MAX_TOKENS = 256
 # Rows x padded length per model call. Bounds onnxruntime's arena (attention
 # holds rows x heads x length^2 floats); measured in benchmarks/first_query.py.
 TOKEN_BUDGET = 1024
-THREADS_ENV = "KBSTORE_EMBED_THREADS"
+THREADS_ENV = EMBED_THREADS_ENV
 # Bump when the model edit or the vector pipeline changes: it keys both the
 # cached model file and the cached query vectors.
 PIPELINE_VERSION = 1
@@ -154,8 +154,7 @@ class MiniLMEmbedder:
         self._tokenizer: Any = None
         self._lock = threading.Lock()
         self.token_budget = token_budget
-        env_threads = os.environ.get(THREADS_ENV)
-        self.threads = threads or (int(env_threads) if env_threads else None)
+        self.threads = threads or Settings.from_env().embed_threads
         self._query_cache_wanted = query_cache
         self._query_cache: Any = None
         self.calls = 0          # texts embedded by the model

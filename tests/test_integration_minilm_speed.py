@@ -24,16 +24,10 @@ QUERIES = ["how do I recover when a release breaks production?", "sourdough",
            "what does my human do for fun on saturdays", "x"]
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory):
-    path = tmp_path_factory.mktemp("kbstore-cache")
-    saved = os.environ.get(embed_cache.CACHE_DIR_ENV)
-    os.environ[embed_cache.CACHE_DIR_ENV] = str(path)
-    yield path
-    if saved is None:
-        os.environ.pop(embed_cache.CACHE_DIR_ENV, None)
-    else:
-        os.environ[embed_cache.CACHE_DIR_ENV] = saved
+@pytest.fixture
+def cache_dir() -> Path:
+    """The test session's cache folder (tests/conftest.py points kbstore at it)."""
+    return Path(os.environ[embed_cache.CACHE_DIR_ENV])
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +78,7 @@ def reference(texts: list[str]) -> np.ndarray:
     return reference_vectors(texts)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def embedder(cache_dir: Path) -> MiniLMEmbedder:
     return MiniLMEmbedder(query_cache=False)
 
