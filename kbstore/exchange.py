@@ -192,7 +192,7 @@ def _record(record: Any, fingerprint: dict[str, Any], dim: int,
     qv = vectors.get("questions")
     if qv:
         rows = [_vector_list(v) for v in qv] if isinstance(qv, list) else [None]
-        if len(rows) == len(provided.questions) and all(r is not None and len(r) == dim
+        if len(rows) == len(provided.questions or []) and all(r is not None and len(r) == dim
                                                         for r in rows):
             provided.question_vectors = rows
         else:
