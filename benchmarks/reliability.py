@@ -388,7 +388,7 @@ def _check_after_kill(db: Path, trial: int, n: int, stats: dict[str, Any],
         # The re-import must complete. Its result is checked in full by the
         # next trial's check_store (and here after the last trial).
         store.upsert_many(make_docs(range(n), f"m0x{trial}"), batch_size=64)
-        titles = [d.title for d in store.list()]
+        titles = [d.title for d in store.documents()]
     if corrupt or half or not report.ok:
         stats["failures"].append({"trial": trial, **{k: v for k, v in counts.items() if v},
                                   "doctor": [c.name for c in report.problems]})
