@@ -41,6 +41,7 @@ from typing import Any
 from kbstore import Document, EmptyQueryError, FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite.connection import connect
 from kbstore.ingest import make_document
+from kbstore.model import fingerprint_id
 
 DIM = 64
 SLOTS = 32  # vector_id = doc_id * SLOTS + slot in the SQLite file
@@ -100,44 +101,75 @@ def read_only(db: str | os.PathLike[str]) -> Any:
     return connect(db, mode="read")
 
 
-def consistency(conn: Any) -> dict[str, int]:
-    """Counts of every kind of half-indexed state in ONE read snapshot (all 0
-    for a healthy store). Written independently of kbstore.doctor so each can
-    check the other."""
+def damaged_ids(conn: Any) -> tuple[int, dict[str, set[int]]]:
+    """(documents, {kind of half-indexed state: document ids}) in ONE read
+    snapshot (every set empty for a healthy store). Written independently of
+    kbstore.doctor so each can check the other."""
     conn.execute("BEGIN")
     try:
         docs = {r[0]: Document(path=r[1], title=r[2], body=r[3], tags=json.loads(r[4]))
                 for r in conn.execute("SELECT id, path, title, body, tags FROM documents")}
         fts = {r[0] for r in conn.execute("SELECT id FROM documents_fts_docsize")}
         bits = {r[0]: r[1] for r in conn.execute("SELECT vector_id, doc_id FROM vectors")}
-        floats = {r[0]: r[1] for r in conn.execute("SELECT vector_id, doc_id FROM vector_data")}
+        floats = {r[0]: (r[1], r[2]) for r in conn.execute(
+            "SELECT vector_id, doc_id, length(embedding) FROM vector_data")}
         questions = {(r[0], r[1]) for r in conn.execute(
             "SELECT doc_id, position FROM hype_questions")}
-        derived = {(r[0], r[1]): (r[2], r[3]) for r in conn.execute(
-            "SELECT doc_id, kind, content_hash, status FROM derived")}
+        derived = {(r[0], r[1]): (r[2], r[3], r[4]) for r in conn.execute(
+            "SELECT doc_id, kind, content_hash, status, model FROM derived")}
+        tags_want = set(conn.execute(
+            "SELECT lower(trim(j.value)), d.id FROM documents d, json_each(d.tags) j "
+            "WHERE trim(j.value) <> ''").fetchall())
+        tags_have = set(conn.execute("SELECT tag, doc_id FROM document_tags").fetchall())
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        vec_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'"
+                               ).fetchone()
     finally:
         conn.execute("COMMIT")
     ids = set(docs)
+    fingerprint = json.loads(row[0]) if row else {}
+    fp, dim = fingerprint_id(fingerprint), fingerprint.get("dim")
+    vec_dim = re.search(r"bit\[(\d+)\]", vec_sql[0] if vec_sql else "")
     # A vector is complete when both its sign bits (vec0) and floats exist.
-    vectors = {v: d for v, d in bits.items() if floats.get(v) == d}
-    return {
-        "documents": len(docs),
-        "missing_fts": len(ids - fts),
-        "orphan_fts": len(fts - ids),
-        "missing_doc_vector": sum(1 for d in ids if d * SLOTS not in vectors),
-        "missing_hash_row": sum(1 for d in ids if (d, "doc_vector") not in derived),
-        "stale_hash": sum(1 for d in ids if (d, "doc_vector") in derived
-                          and derived[d, "doc_vector"][0] != docs[d].vector_hash()),
-        "missing_question_vector": sum(1 for d, p in questions
-                                       if d * SLOTS + p not in vectors),
-        "orphan_vectors": sum(1 for rows in (bits, floats) for v, d in rows.items()
-                              if v // SLOTS not in ids or d != v // SLOTS
-                              or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)),
-        "orphan_questions": sum(1 for d, _ in questions if d not in ids),
-        "orphan_derived": sum(1 for d, _ in derived if d not in ids),
-        "half_written": sum(1 for d in docs.values()
-                            if len(markers(d.title) | markers(d.body)) > 1),
+    vectors = {v: d for v, d in bits.items() if floats.get(v, (None,))[0] == d}
+    plain = {v: d for v, (d, _) in floats.items()}
+    asked = {d for d, _ in questions}
+    return len(docs), {
+        "missing_fts": ids - fts,
+        "orphan_fts": fts - ids,
+        "missing_doc_vector": {d for d in ids if d * SLOTS not in vectors},
+        "missing_hash_row": {d for d in ids if (d, "doc_vector") not in derived},
+        "stale_hash": {d for d in ids if (d, "doc_vector") in derived
+                       and derived[d, "doc_vector"][0] != docs[d].vector_hash()},
+        "missing_question_vector": {d for d, p in questions if d * SLOTS + p not in vectors},
+        # Questions are current for the content they sit with, and marked so.
+        "stale_questions": {d for d in asked & ids
+                            if derived.get((d, "hype_questions"), ("", "", ""))[:2]
+                            != (docs[d].hype_hash(), "ok")
+                            or derived.get((d, "hype_vectors"), ("",))[0]
+                            != docs[d].hype_hash()},
+        "orphan_vectors": {v // SLOTS for rows in (bits, plain) for v, d in rows.items()
+                           if v // SLOTS not in ids or d != v // SLOTS
+                           or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)},
+        "orphan_questions": {d for d, _ in questions if d not in ids},
+        "orphan_derived": {d for d, _ in derived if d not in ids},
+        # Every vector is the stored embedder's: its model, its size (never a
+        # mix of an old and a new embedder).
+        "wrong_model_vectors": {d for (d, kind), (_, _, model) in derived.items()
+                                if kind in ("doc_vector", "hype_vectors") and model != fp}
+        | {v // SLOTS for v, (_, size) in floats.items() if size != 4 * (dim or 0)}
+        | ({-1} if vec_dim is None or int(vec_dim.group(1)) != dim else set()),
+        "tag_rows": {d for _, d in tags_want ^ tags_have},
+        "half_written": {i for i, d in docs.items()
+                         if len(markers(d.title) | markers(d.body)) > 1},
     }
+
+
+def consistency(conn: Any) -> dict[str, int]:
+    """Counts of every kind of half-indexed state in ONE read snapshot (all 0
+    for a healthy store); see :func:`damaged_ids`."""
+    documents, found = damaged_ids(conn)
+    return {"documents": documents, **{k: len(v) for k, v in found.items()}}
 
 
 def check_store(db: str | os.PathLike[str]) -> dict[str, int]:
