@@ -617,7 +617,12 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--workdir", default=None)
         p.add_argument("--out", default=str(RESULTS))
         p.add_argument("--only", default=None,
-                       help="comma-separated scenarios to run (merged into --out)")
+                       help="comma-separated scenarios to run (merged into --out): crash, "
+                            "concurrency, ..., path:NAME, race:NAME, fuzz:NAME, or paths, "
+                            "races, fuzzers for a whole group")
+        p.add_argument("--docs", type=int, default=200, help="documents per write path")
+        p.add_argument("--rounds", type=int, default=10, help="rounds per race")
+        p.add_argument("--fuzz-inputs", type=int, default=300, help="inputs per fuzzer")
     crash = sub.add_parser("crash-child")
     crash.add_argument("--n", type=int, default=1000)
     crash.add_argument("--gen", type=int, default=1)
@@ -650,33 +655,70 @@ def main(argv: list[str] | None = None) -> None:
         _run_all(args)
 
 
+def _scenarios(args: argparse.Namespace, work: Path) -> list[tuple[str, Any]]:
+    """(name, thunk) of every scenario; write paths as ``path:NAME``, races as
+    ``race:NAME``, input fuzzers as ``fuzz:NAME``."""
+    from benchmarks import reliability_fuzz as fuzz
+    from benchmarks import reliability_paths as paths
+
+    out: list[tuple[str, Any]] = [
+        ("crash", lambda: run_crash_trials(work / "crash", args.trials)),
+        ("concurrency", lambda: run_concurrency(work / "conc", args.seconds)),
+        ("two_writers", lambda: run_two_writers(work / "two", min(args.seconds, 20))),
+        ("migration_race", lambda: run_migration_race(work / "race", procs=8, rounds=5)),
+        ("query_fuzz", lambda: run_query_fuzz(work / "fuzz", args.fuzz)),
+    ]
+    for name in paths.CRASH_PATHS:
+        out.append((f"path:{name}", lambda name=name: paths.run_path_trials(
+            name, work / f"path-{name}", args.trials, n=args.docs)))
+    for name in paths.RACE_OPS:
+        out.append((f"race:{name}", lambda name=name: paths.run_race(
+            name, work / f"race-{name}", rounds=args.rounds, n=args.docs)))
+    for name, fn in fuzz.FUZZERS.items():
+        out.append((f"fuzz:{name}", lambda fn=fn, name=name: fn(work / f"fuzz-{name}",
+                                                                 args.fuzz_inputs)))
+    return out
+
+
+GROUPS = {"path": "paths", "race": "races", "fuzz": "fuzzers"}
+
+
+def _selected(name: str, only: set[str] | None) -> bool:
+    return only is None or name in only or GROUPS.get(name.split(":")[0]) in only
+
+
 def _run_all(args: argparse.Namespace) -> None:
     import tempfile
+
+    from benchmarks.reliability_report import write_markdown
 
     out = Path(args.out)
     only = set(args.only.split(",")) if args.only else None
     results: dict[str, Any] = json.loads(out.read_text()) if only and out.exists() else {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
-        for name, fn in (
-            ("crash", lambda: run_crash_trials(work / "crash", args.trials)),
-            ("concurrency", lambda: run_concurrency(work / "conc", args.seconds)),
-            ("two_writers", lambda: run_two_writers(work / "two", min(args.seconds, 20))),
-            ("migration_race", lambda: run_migration_race(work / "race", procs=8, rounds=5)),
-            ("query_fuzz", lambda: run_query_fuzz(work / "fuzz", args.fuzz)),
-        ):
-            if only and name not in only:
+        for name, fn in _scenarios(args, work):
+            if not _selected(name, only):
                 continue
             started = time.perf_counter()
-            results[name] = fn()
-            results[name]["elapsed_seconds"] = round(time.perf_counter() - started, 1)
-            print(f"{name}: " + json.dumps({k: v for k, v in results[name].items()
+            result = fn()
+            result["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+            group, _, key = name.partition(":")
+            if key:
+                results.setdefault(GROUPS[group], {})[key] = result
+            else:
+                results[name] = result
+            print(f"{name}: " + json.dumps({k: v for k, v in result.items()
                                             if not isinstance(v, (list, dict)) or not v}),
                   flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+            # Written after every scenario: a long run that is stopped keeps its figures.
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n",
+                           encoding="utf-8")
+            write_markdown(results, out.with_suffix(".md"))
+    print(f"wrote {out} and {out.with_suffix('.md')}")
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(THIS.parents[1]))  # the write paths and fuzzers live beside
     main()
