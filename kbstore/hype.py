@@ -14,7 +14,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,6 +218,8 @@ def generate_many(config: HypeConfig, items: list[tuple[str, str, str]],
         with lock:
             failures_in_row[0] = 0
         return key, result, None
+
+    from concurrent.futures import ThreadPoolExecutor  # only when HyPE runs
 
     with ThreadPoolExecutor(max_workers=max(1, config.concurrency)) as pool:
         for key, result, error in pool.map(one, items):

@@ -330,9 +330,12 @@ class KnowledgeStore:
         if query_vector is not None:
             blob = query_blob(query_vector, self._dim())
         elif self.embedder is not None and self.backend.fingerprint() is not None:
-            raw = self.embedder.embed_queries([query])[0]
-            vector = [float(x) for x in raw]
-            blob = query_blob(vector, self._dim())
+            one = getattr(self.embedder, "query_vector_blob", None)
+            if callable(one):  # float32 bytes, from a cache without numpy when seen before
+                blob = query_blob(one(query), self._dim())
+            else:
+                vector = [float(x) for x in self.embedder.embed_queries([query])[0]]
+                blob = query_blob(vector, self._dim())
         request = _query.analyse(query, blob, topic=topic, limit=limit, now=now,
                                  settings=resolved, explain=explain)
         if vector is None and blob is not None:

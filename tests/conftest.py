@@ -27,11 +27,24 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_env(monkeypatch: pytest.MonkeyPatch,
+                  tmp_path_factory: pytest.TempPathFactory) -> None:
     for name in ("KBSTORE_DB", "KBSTORE_HYPE", "KBSTORE_HYPE_MODEL", "KBSTORE_SQLITE_BINDING",
-                 "KBSTORE_BUSY_TIMEOUT_MS", "KBSTORE_NOMIC_MODEL_DIR", "OPENAI_API_KEY",
-                 "ANTHROPIC_API_KEY"):
+                 "KBSTORE_BUSY_TIMEOUT_MS", "KBSTORE_NOMIC_MODEL_DIR", "KBSTORE_QUERY_CACHE",
+                 "KBSTORE_EMBED_THREADS", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # Derived model files and cached query vectors go to a per-session folder,
+    # never the user's ~/.cache.
+    monkeypatch.setenv("KBSTORE_CACHE_DIR", str(_session_cache(tmp_path_factory)))
+
+
+_CACHE: list[Path] = []
+
+
+def _session_cache(factory: pytest.TempPathFactory) -> Path:
+    if not _CACHE:
+        _CACHE.append(factory.mktemp("kbstore-cache"))
+    return _CACHE[0]
 
 
 @pytest.fixture
