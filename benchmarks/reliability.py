@@ -4,8 +4,10 @@ and hostile queries against one kbstore file.
     python benchmarks/reliability.py                  # 100 trials, 60 s of concurrency
     python benchmarks/reliability.py --trials 20 --seconds 10 --fuzz 500
 
-writes benchmarks/results/reliability.json. tests/sqlite/test_reliability.py runs the
-same functions with CI-sized bounds. The worker sub-commands (crash-child,
+writes benchmarks/results/reliability.json and .md. Every write path under
+SIGKILL and under a racing delete: benchmarks/reliability_paths.py; bad input
+for every importer: benchmarks/reliability_fuzz.py. tests/sqlite/test_reliability.py
+runs the same functions with CI-sized bounds. The worker sub-commands (crash-child,
 writer, reader, open-child) are the child processes this file starts; each
 prints "ready", waits for a go-file so the processes start together, and
 prints one JSON line of counts at the end.

@@ -148,7 +148,7 @@ def fuzz_files(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
                 _sample(stats, f"import raised {type(exc).__name__}: {exc}")
                 continue
             skipped = {s.path: s.reason for s in report.skipped}
-            stored = set(store.paths())
+            stored: set[str] = set(store.paths())
             for path in names:
                 if path in stored:
                     stats["accepted"] += 1
@@ -217,10 +217,10 @@ def _jsonl_line(rng: random.Random, k: int) -> tuple[str, bool]:
         lambda: {**base, "path": 7},
         lambda: {**base, "title": "T" * rng.randint(100_000, 2_000_000)},
         lambda: {**base, "body": "B" * rng.randint(1_000_000, 6_000_000)},
-        lambda: '{"path": "%s", "title": "lone \\ud800", "body": "x"}' % path,
-        lambda: '{"path": "%s", "title": "nul \\u0000", "body": "x\\u0000"}' % path,
+        lambda: '{"path": "' + path + '", "title": "lone \\ud800", "body": "x"}',
+        lambda: '{"path": "' + path + '", "title": "nul \\u0000", "body": "x\\u0000"}',
         lambda: "[" * 100_000 + "]" * 100_000,
-        lambda: '{"path": "%s", "title": "t", "body": "b", "vectors": {"doc": NaN}}' % path,
+        lambda: '{"path": "' + path + '", "title": "t", "body": "b", "vectors": {"doc": NaN}}',
         lambda: {**base, "topic": ["x"], "doc_type": 3},
         lambda: b"\xff\xfe not utf-8".decode("latin-1"),
     ]

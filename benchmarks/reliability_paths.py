@@ -780,7 +780,7 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
                         if procs[0].returncode else ""]
             problems += [f"deleter: {line}" for line in derr.read().splitlines()
                          if "Error" in line or "Traceback" in line][:3]
-        result = json.loads(out_del.splitlines()[-1]) if out_del.strip() else \
+        result: dict[str, Any] = json.loads(out_del.splitlines()[-1]) if out_del.strip() else \
             {"deleted": {}, "errors": [f"deleter exited {procs[1].returncode}"]}
         stats["errors"] += [p for p in problems if p] + result["errors"]
         stats["deletes"] += sum(result["deleted"].values())

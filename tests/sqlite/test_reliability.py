@@ -42,16 +42,18 @@ def _clean(db: Path) -> dict[str, int]:
 @slow
 @posix_only
 def test_sigkill_at_random_moments_never_corrupts_or_half_indexes(tmp_path: Path) -> None:
-    stats = rel.run_crash_trials(tmp_path, trials=20, n=1000, seed=7)
+    # CI-sized (the file stays within a few minutes); every write path has
+    # its own trials below, and the benchmark runs 100 per path.
+    stats = rel.run_crash_trials(tmp_path, trials=10, n=400, seed=7)
     print(f"\ncrash trials: {stats}")
-    assert stats["trials"] == 20
+    assert stats["trials"] == 10
     # The kills really landed while the child was importing (not after it).
-    assert stats["killed_mid_import"] >= 5
+    assert stats["killed_mid_import"] >= 3
     assert stats["failures"] == []
     assert stats["corrupt"] == 0
     assert stats["half_indexed"] == 0
     assert stats["doctor_problems"] == 0
-    assert stats["reimports_completed"] == 20
+    assert stats["reimports_completed"] == 10
 
 
 def test_the_oracle_sees_half_indexed_documents(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ dropped index, trigger or FTS table is noticed and re-created exactly.
 from __future__ import annotations
 
 import contextlib
-
 import json
 from functools import lru_cache
 from typing import Any
