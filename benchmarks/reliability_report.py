@@ -8,7 +8,7 @@ from typing import Any
 PATH_COLUMNS = ("trials", "killed_mid_way", "corrupt", "half_indexed", "lost", "resumed")
 RACE_COLUMNS = ("rounds", "deletes", "resurrected", "lost", "errors", "store_damage")
 FUZZ_COLUMNS = ("inputs", "accepted", "skipped_with_reason", "unaccounted", "crashes",
-                "store_damage")
+                "good_lost", "store_damage")
 
 
 def _cell(value: Any) -> str:
@@ -64,9 +64,18 @@ def render(results: dict[str, Any]) -> str:
         out += ["## Bad input per importer", "",
                 "*skipped with reason*: the item was refused and the report says why; "
                 "*unaccounted*: neither stored nor reported; *crashes*: a traceback or any "
-                "exception other than kbstore's own error with a reason.", ""]
+                "exception other than kbstore's own error with a reason; *good lost*: a good "
+                "item among the bad ones not stored.", ""]
         out += _table(fuzzers, "input", FUZZ_COLUMNS)
         out.append("")
+        llm = fuzzers.get("llm_answers", {})
+        if llm.get("left_pending_by_breaker") or llm.get("good_left_pending"):
+            out += [f"LLM answers: answers that arrive as exceptions look like an outage to "
+                    f"HyPE's breaker (three in a row stop the batch); "
+                    f"{llm.get('left_pending_by_breaker', 0)} documents were left pending "
+                    f"without being asked and {llm.get('good_left_pending', 0)} good ones were "
+                    "left pending with bad ones (not lost: the next `kbstore hype` asks again).",
+                    ""]
     legacy = [k for k in ("crash", "concurrency", "two_writers", "migration_race",
                           "query_fuzz") if k in results]
     if legacy:
