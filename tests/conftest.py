@@ -21,6 +21,10 @@ import pytest
 
 from kbstore import FakeEmbedder
 
+# PostgreSQL fixtures (pg_url, pg_kb, pg_database): a real server, started
+# only when a test asks for one.
+pytest_plugins = ["tests.conftest_pg"]
+
 # litellm fetches a model price list over the network at import time unless
 # told to use its bundled copy: unit tests never touch the network.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
