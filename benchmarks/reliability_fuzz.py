@@ -161,7 +161,7 @@ def fuzz_files(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
                 else:
                     stats["unaccounted"] += 1
                     _sample(stats, f"{path}: neither stored nor skipped")
-        stats["longest_title"] = max((len(d.title) for d in store.list()), default=0)
+        stats["longest_title"] = max((len(d.title) for d in store.documents()), default=0)
     return _finish(stats, db)
 
 
