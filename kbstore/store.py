@@ -26,7 +26,7 @@ from .errors import (
     NotInitializedError,
 )
 from .hype import HypeConfig
-from .ingest import make_document, parse_file, scan_workspace
+from .ingest import make_document, parse_file, scan_workspace, section_folder, section_missing
 from .model import Document, Hit, ImportReport, Skipped
 from .settings import Settings
 from .vectors import query_blob
@@ -258,6 +258,22 @@ class KnowledgeStore:
                         "(`kbstore import --prune`) to delete them", len(gone), root,
                         report.kept_reason)
             return outcome
+        if prune is None:
+            # A section whose folder is absent (the knowledge folder given
+            # instead of the workspace, an unmounted journal/) was not
+            # scanned: its documents are not gone, they are out of sight.
+            unseen = [p for p in gone if section_missing(root, p)]
+            if unseen:
+                folders = sorted({str(section_folder(root, p)) for p in unseen})
+                report.kept_missing = unseen
+                report.kept_reason = f"no folder {', '.join(folders)}"
+                log.warning("kept %d document(s) whose folder is missing (%s); pass "
+                            "prune=True (`kbstore import --prune`) to delete them",
+                            len(unseen), report.kept_reason)
+                held = set(unseen)
+                gone = [p for p in gone if p not in held]
+                if not gone:
+                    return outcome
         if before_delete is not None:
             before_delete(gone)
         report.deleted += self.delete_many(gone)

@@ -38,7 +38,7 @@ def _print_report(report: Any, as_json: bool) -> None:
     if report.kept_missing:
         click.echo(f"kept {len(report.kept_missing)} document(s) whose files are missing "
                    f"({report.kept_reason}): {_some(report.kept_missing)}\n"
-                   "  nothing was deleted; rerun with --prune to delete them", err=True)
+                   "  they were not deleted; rerun with --prune to delete them", err=True)
 
 
 @cli.command("import")
