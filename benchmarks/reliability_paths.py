@@ -525,12 +525,8 @@ class ExportJsonl(WritePath):
             else f"markers {marks}"
 
     def _stray(self) -> int:
-        """Temp files a killed export left (removed once counted)."""
-        stray = [p for p in self.work.iterdir()
-                 if p.name.startswith(f".{self.target().name}.")]
-        for p in stray:
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
-        return len(stray)
+        """Hidden temp files/folders beside the target (a killed export's)."""
+        return sum(p.name.startswith(f".{self.target().name}.") for p in self.work.iterdir())
 
     def check_killed(self, gen: int, committed: int) -> tuple[int, list[str], list[str]]:
         corrupt, half, lost = super().check_killed(gen, committed)
@@ -549,6 +545,8 @@ class ExportJsonl(WritePath):
     def check_resumed(self, gen: int) -> list[str]:
         problems = super().check_resumed(gen)
         state = self._target_state(gen)
+        if self._stray():  # the next export sweeps what a killed one left
+            problems.append(f"{self._stray()} temp file(s) left after the next export")
         if _sha(self.db) != self.before["sha"]:
             problems.append("the source database file changed")
         return problems + ([f"target {state} after resume"] if state != "new" else [])
