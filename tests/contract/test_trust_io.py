@@ -5,10 +5,10 @@ memory, HyPE reports agree, and the last writer of a file wins the index."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
-import json
 import zipfile
 from pathlib import Path
 
