@@ -4,8 +4,10 @@ and hostile queries against one kbstore file.
     python benchmarks/reliability.py                  # 100 trials, 60 s of concurrency
     python benchmarks/reliability.py --trials 20 --seconds 10 --fuzz 500
 
-writes benchmarks/results/reliability.json. tests/sqlite/test_reliability.py runs the
-same functions with CI-sized bounds. The worker sub-commands (crash-child,
+writes benchmarks/results/reliability.json and .md. Every write path under
+SIGKILL and under a racing delete: benchmarks/reliability_paths.py; bad input
+for every importer: benchmarks/reliability_fuzz.py. tests/sqlite/test_reliability.py
+runs the same functions with CI-sized bounds. The worker sub-commands (crash-child,
 writer, reader, open-child) are the child processes this file starts; each
 prints "ready", waits for a go-file so the processes start together, and
 prints one JSON line of counts at the end.
@@ -41,6 +43,7 @@ from typing import Any
 from kbstore import Document, EmptyQueryError, FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite.connection import connect
 from kbstore.ingest import make_document
+from kbstore.model import fingerprint_id
 
 DIM = 64
 SLOTS = 32  # vector_id = doc_id * SLOTS + slot in the SQLite file
@@ -100,44 +103,75 @@ def read_only(db: str | os.PathLike[str]) -> Any:
     return connect(db, mode="read")
 
 
-def consistency(conn: Any) -> dict[str, int]:
-    """Counts of every kind of half-indexed state in ONE read snapshot (all 0
-    for a healthy store). Written independently of kbstore.doctor so each can
-    check the other."""
+def damaged_ids(conn: Any) -> tuple[int, dict[str, set[int]]]:
+    """(documents, {kind of half-indexed state: document ids}) in ONE read
+    snapshot (every set empty for a healthy store). Written independently of
+    kbstore.doctor so each can check the other."""
     conn.execute("BEGIN")
     try:
         docs = {r[0]: Document(path=r[1], title=r[2], body=r[3], tags=json.loads(r[4]))
                 for r in conn.execute("SELECT id, path, title, body, tags FROM documents")}
         fts = {r[0] for r in conn.execute("SELECT id FROM documents_fts_docsize")}
         bits = {r[0]: r[1] for r in conn.execute("SELECT vector_id, doc_id FROM vectors")}
-        floats = {r[0]: r[1] for r in conn.execute("SELECT vector_id, doc_id FROM vector_data")}
+        floats = {r[0]: (r[1], r[2]) for r in conn.execute(
+            "SELECT vector_id, doc_id, length(embedding) FROM vector_data")}
         questions = {(r[0], r[1]) for r in conn.execute(
             "SELECT doc_id, position FROM hype_questions")}
-        derived = {(r[0], r[1]): (r[2], r[3]) for r in conn.execute(
-            "SELECT doc_id, kind, content_hash, status FROM derived")}
+        derived = {(r[0], r[1]): (r[2], r[3], r[4]) for r in conn.execute(
+            "SELECT doc_id, kind, content_hash, status, model FROM derived")}
+        tags_want = set(conn.execute(
+            "SELECT lower(trim(j.value)), d.id FROM documents d, json_each(d.tags) j "
+            "WHERE trim(j.value) <> ''").fetchall())
+        tags_have = set(conn.execute("SELECT tag, doc_id FROM document_tags").fetchall())
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        vec_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'"
+                               ).fetchone()
     finally:
         conn.execute("COMMIT")
     ids = set(docs)
+    fingerprint = json.loads(row[0]) if row else {}
+    fp, dim = fingerprint_id(fingerprint), fingerprint.get("dim")
+    vec_dim = re.search(r"bit\[(\d+)\]", vec_sql[0] if vec_sql else "")
     # A vector is complete when both its sign bits (vec0) and floats exist.
-    vectors = {v: d for v, d in bits.items() if floats.get(v) == d}
-    return {
-        "documents": len(docs),
-        "missing_fts": len(ids - fts),
-        "orphan_fts": len(fts - ids),
-        "missing_doc_vector": sum(1 for d in ids if d * SLOTS not in vectors),
-        "missing_hash_row": sum(1 for d in ids if (d, "doc_vector") not in derived),
-        "stale_hash": sum(1 for d in ids if (d, "doc_vector") in derived
-                          and derived[d, "doc_vector"][0] != docs[d].vector_hash()),
-        "missing_question_vector": sum(1 for d, p in questions
-                                       if d * SLOTS + p not in vectors),
-        "orphan_vectors": sum(1 for rows in (bits, floats) for v, d in rows.items()
-                              if v // SLOTS not in ids or d != v // SLOTS
-                              or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)),
-        "orphan_questions": sum(1 for d, _ in questions if d not in ids),
-        "orphan_derived": sum(1 for d, _ in derived if d not in ids),
-        "half_written": sum(1 for d in docs.values()
-                            if len(markers(d.title) | markers(d.body)) > 1),
+    vectors = {v: d for v, d in bits.items() if floats.get(v, (None,))[0] == d}
+    plain = {v: d for v, (d, _) in floats.items()}
+    asked = {d for d, _ in questions}
+    return len(docs), {
+        "missing_fts": ids - fts,
+        "orphan_fts": fts - ids,
+        "missing_doc_vector": {d for d in ids if d * SLOTS not in vectors},
+        "missing_hash_row": {d for d in ids if (d, "doc_vector") not in derived},
+        "stale_hash": {d for d in ids if (d, "doc_vector") in derived
+                       and derived[d, "doc_vector"][0] != docs[d].vector_hash()},
+        "missing_question_vector": {d for d, p in questions if d * SLOTS + p not in vectors},
+        # Questions are current for the content they sit with, and marked so.
+        "stale_questions": {d for d in asked & ids
+                            if derived.get((d, "hype_questions"), ("", "", ""))[:2]
+                            != (docs[d].hype_hash(), "ok")
+                            or derived.get((d, "hype_vectors"), ("",))[0]
+                            != docs[d].hype_hash()},
+        "orphan_vectors": {v // SLOTS for rows in (bits, plain) for v, d in rows.items()
+                           if v // SLOTS not in ids or d != v // SLOTS
+                           or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)},
+        "orphan_questions": {d for d, _ in questions if d not in ids},
+        "orphan_derived": {d for d, _ in derived if d not in ids},
+        # Every vector is the stored embedder's: its model, its size (never a
+        # mix of an old and a new embedder).
+        "wrong_model_vectors": {d for (d, kind), (_, _, model) in derived.items()
+                                if kind in ("doc_vector", "hype_vectors") and model != fp}
+        | {v // SLOTS for v, (_, size) in floats.items() if size != 4 * (dim or 0)}
+        | ({-1} if vec_dim is None or int(vec_dim.group(1)) != dim else set()),
+        "tag_rows": {d for _, d in tags_want ^ tags_have},
+        "half_written": {i for i, d in docs.items()
+                         if len(markers(d.title) | markers(d.body)) > 1},
     }
+
+
+def consistency(conn: Any) -> dict[str, int]:
+    """Counts of every kind of half-indexed state in ONE read snapshot (all 0
+    for a healthy store); see :func:`damaged_ids`."""
+    documents, found = damaged_ids(conn)
+    return {"documents": documents, **{k: len(v) for k, v in found.items()}}
 
 
 def check_store(db: str | os.PathLike[str]) -> dict[str, int]:
@@ -388,7 +422,7 @@ def _check_after_kill(db: Path, trial: int, n: int, stats: dict[str, Any],
         # The re-import must complete. Its result is checked in full by the
         # next trial's check_store (and here after the last trial).
         store.upsert_many(make_docs(range(n), f"m0x{trial}"), batch_size=64)
-        titles = [d.title for d in store.list()]
+        titles = [d.title for d in store.documents()]
     if corrupt or half or not report.ok:
         stats["failures"].append({"trial": trial, **{k: v for k, v in counts.items() if v},
                                   "doctor": [c.name for c in report.problems]})
@@ -585,7 +619,12 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--workdir", default=None)
         p.add_argument("--out", default=str(RESULTS))
         p.add_argument("--only", default=None,
-                       help="comma-separated scenarios to run (merged into --out)")
+                       help="comma-separated scenarios to run (merged into --out): crash, "
+                            "concurrency, ..., path:NAME, race:NAME, fuzz:NAME, or paths, "
+                            "races, fuzzers for a whole group")
+        p.add_argument("--docs", type=int, default=200, help="documents per write path")
+        p.add_argument("--rounds", type=int, default=10, help="rounds per race")
+        p.add_argument("--fuzz-inputs", type=int, default=300, help="inputs per fuzzer")
     crash = sub.add_parser("crash-child")
     crash.add_argument("--n", type=int, default=1000)
     crash.add_argument("--gen", type=int, default=1)
@@ -618,33 +657,70 @@ def main(argv: list[str] | None = None) -> None:
         _run_all(args)
 
 
+def _scenarios(args: argparse.Namespace, work: Path) -> list[tuple[str, Any]]:
+    """(name, thunk) of every scenario; write paths as ``path:NAME``, races as
+    ``race:NAME``, input fuzzers as ``fuzz:NAME``."""
+    from benchmarks import reliability_fuzz as fuzz
+    from benchmarks import reliability_paths as paths
+
+    out: list[tuple[str, Any]] = [
+        ("crash", lambda: run_crash_trials(work / "crash", args.trials)),
+        ("concurrency", lambda: run_concurrency(work / "conc", args.seconds)),
+        ("two_writers", lambda: run_two_writers(work / "two", min(args.seconds, 20))),
+        ("migration_race", lambda: run_migration_race(work / "race", procs=8, rounds=5)),
+        ("query_fuzz", lambda: run_query_fuzz(work / "fuzz", args.fuzz)),
+    ]
+    for name in paths.CRASH_PATHS:
+        out.append((f"path:{name}", lambda name=name: paths.run_path_trials(
+            name, work / f"path-{name}", args.trials, n=args.docs)))
+    for name in paths.RACE_OPS:
+        out.append((f"race:{name}", lambda name=name: paths.run_race(
+            name, work / f"race-{name}", rounds=args.rounds, n=args.docs)))
+    for name, fn in fuzz.FUZZERS.items():
+        out.append((f"fuzz:{name}", lambda fn=fn, name=name: fn(work / f"fuzz-{name}",
+                                                                 args.fuzz_inputs)))
+    return out
+
+
+GROUPS = {"path": "paths", "race": "races", "fuzz": "fuzzers"}
+
+
+def _selected(name: str, only: set[str] | None) -> bool:
+    return only is None or name in only or GROUPS.get(name.split(":")[0]) in only
+
+
 def _run_all(args: argparse.Namespace) -> None:
     import tempfile
+
+    from benchmarks.reliability_report import write_markdown
 
     out = Path(args.out)
     only = set(args.only.split(",")) if args.only else None
     results: dict[str, Any] = json.loads(out.read_text()) if only and out.exists() else {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
-        for name, fn in (
-            ("crash", lambda: run_crash_trials(work / "crash", args.trials)),
-            ("concurrency", lambda: run_concurrency(work / "conc", args.seconds)),
-            ("two_writers", lambda: run_two_writers(work / "two", min(args.seconds, 20))),
-            ("migration_race", lambda: run_migration_race(work / "race", procs=8, rounds=5)),
-            ("query_fuzz", lambda: run_query_fuzz(work / "fuzz", args.fuzz)),
-        ):
-            if only and name not in only:
+        for name, fn in _scenarios(args, work):
+            if not _selected(name, only):
                 continue
             started = time.perf_counter()
-            results[name] = fn()
-            results[name]["elapsed_seconds"] = round(time.perf_counter() - started, 1)
-            print(f"{name}: " + json.dumps({k: v for k, v in results[name].items()
+            result = fn()
+            result["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+            group, _, key = name.partition(":")
+            if key:
+                results.setdefault(GROUPS[group], {})[key] = result
+            else:
+                results[name] = result
+            print(f"{name}: " + json.dumps({k: v for k, v in result.items()
                                             if not isinstance(v, (list, dict)) or not v}),
                   flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+            # Written after every scenario: a long run that is stopped keeps its figures.
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n",
+                           encoding="utf-8")
+            write_markdown(results, out.with_suffix(".md"))
+    print(f"wrote {out} and {out.with_suffix('.md')}")
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(THIS.parents[1]))  # the write paths and fuzzers live beside
     main()

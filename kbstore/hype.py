@@ -208,6 +208,8 @@ def generate_many(config: HypeConfig, items: list[tuple[str, str, str]],
         try:
             result = generate(config, title, body)
         except HypeError as exc:  # the LLM answered, just not usefully: not an outage
+            with lock:  # ... and it is reachable: the outages are not "in a row"
+                failures_in_row[0] = 0
             return key, None, error_text(exc, keep=keep)
         except Exception as exc:  # the document is kept either way
             with lock:

@@ -59,7 +59,7 @@ def document_uri(path: str) -> str:
 
 def list_documents(store: Any, topic: str | None = None, recent: int = 20) -> list[dict[str, Any]]:
     """The ``recent`` most recently updated documents (of one topic)."""
-    docs = store.list(topic=topic, limit=recent, recent=True)
+    docs = store.documents(topic=topic, limit=recent, recent=True)
     return [{"path": d.path, "uri": document_uri(d.path), "title": d.title, "tags": d.tags,
              "type": d.doc_type, "topic": d.topic, "date": d.updated or d.created}
             for d in docs]
@@ -372,7 +372,8 @@ def serve(options: ServeOptions) -> None:
         service = KnowledgeService(store, options.workspace, watching=options.watch)
         service.warm()
         log.info("kbstore MCP server ready in %.1f s: %s (%d documents, embedder %s)",
-                 time.perf_counter() - started, options.db, len(store), store.embedder.name)
+                 time.perf_counter() - started, options.db, len(store),
+                 store.embedder.name if store.embedder else "none")
         if options.watch:
             assert options.workspace is not None
             watcher = Watcher(options.workspace, store, lock=service.lock,

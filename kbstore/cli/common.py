@@ -21,7 +21,7 @@ def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def open_store(db_path: str, *, read_only: bool = False, create: bool = False,
-               embedder: str | None = None, hype: bool | None = False,
+               embedder: Any = None, hype: bool | None = False,
                hype_model: str | None = None, **options: Any) -> Any:
     """The store for a command. Read commands open read-only (nothing is
     created or modified); only commands that make a knowledge base create one."""

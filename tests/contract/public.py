@@ -45,4 +45,4 @@ def documents(store: KnowledgeStore) -> dict[str, Any]:
 def snapshot(store: KnowledgeStore) -> list[tuple[Any, ...]]:
     """Every stored field of every document, in path order."""
     return [(d.path, d.title, d.body, d.tags, d.topic, d.doc_type, d.created, d.updated,
-             d.extra, d.content_hash()) for d in store.list(recent=False)]
+             d.extra, d.content_hash()) for d in store.documents(recent=False)]

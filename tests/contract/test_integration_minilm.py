@@ -47,7 +47,7 @@ def test_sample_kb_is_indexed(minilm_store: KnowledgeStore) -> None:
     report = minilm_store.report
     assert report.skipped == []
     assert 20 <= report.added <= 40 and report.embedded == report.added
-    assert {d.doc_type for d in minilm_store.list()} == {"entry", "skill", "journal"}
+    assert {d.doc_type for d in minilm_store.documents()} == {"entry", "skill", "journal"}
     fp = minilm_store.status()["embedder"]
     assert fp["name"] == "minilm" and fp["dim"] == 384
     vec = minilm_store.embedder.embed_queries(["hello world"])[0]

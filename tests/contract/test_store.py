@@ -41,9 +41,9 @@ def test_reading_api(store: KnowledgeStore) -> None:
     store.upsert("domains/c.md", title="C", body="c", updated="2026-02-03")
     assert len(store) == 3
     assert store.paths() == ["domains/c.md", "projects/a.md", "projects/b.md"]
-    assert [d.path for d in store.list()] == ["projects/a.md", "domains/c.md", "projects/b.md"]
-    assert [d.path for d in store.list(recent=False)] == store.paths()
-    assert [d.path for d in store.list(topic="projects", limit=1)] == ["projects/a.md"]
+    assert [d.path for d in store.documents()] == ["projects/a.md", "domains/c.md", "projects/b.md"]
+    assert [d.path for d in store.documents(recent=False)] == store.paths()
+    assert [d.path for d in store.documents(topic="projects", limit=1)] == ["projects/a.md"]
     doc = store.get("projects/a.md")
     assert doc is not None and (doc.title, doc.body, doc.tags, doc.topic, doc.doc_type,
                                 doc.updated) == ("A", "a", ["x", "y"], "projects", "entry",

@@ -185,7 +185,7 @@ class SQLiteBackend:
                                 (path,)).fetchone()
         return None if row is None else _doc(row)
 
-    def list(self, *, topic: str | None = None, limit: int | None = None,
+    def documents(self, *, topic: str | None = None, limit: int | None = None,
              recent: bool = False) -> list[Document]:
         order = "coalesce(updated, created, '') DESC, path DESC" if recent else "path"
         rows = self.conn.execute(
