@@ -47,3 +47,18 @@ def schema_of(location: str | os.PathLike[str], settings: Settings | None = None
     from .sqlite import SQLiteBackend
 
     return SQLiteBackend.schema_of(location, settings=settings)
+
+
+def location_exists(location: str | os.PathLike[str],
+                    settings: Settings | None = None) -> bool:
+    """Whether something is at ``location`` already (a file, or a knowledge
+    base's schema on the server); never creates anything."""
+    if not is_url(location):
+        return os.path.exists(os.path.expanduser(location))
+    from ..errors import DatabaseNotFoundError
+
+    try:
+        _postgres().schema_of(str(location), settings=settings)
+    except DatabaseNotFoundError:
+        return False
+    return True

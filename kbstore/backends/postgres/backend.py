@@ -20,8 +20,20 @@ from ...errors import (
     ReadOnlyError,
     SchemaOutdatedError,
 )
-from ...model import DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS, OK, PENDING, Applied, Change, \
-    Check, Document, Hit, SearchRequest, Stored
+from ...model import (
+    DOC_VECTOR,
+    HYPE_QUESTIONS,
+    HYPE_VECTORS,
+    OK,
+    PENDING,
+    Applied,
+    Change,
+    Check,
+    Document,
+    Hit,
+    SearchRequest,
+    Stored,
+)
 from ...settings import Settings
 from . import doctor as _doctor
 from . import migrate as _migrate
@@ -29,8 +41,15 @@ from . import query as _query
 from . import read as _read
 from . import rebuild as _rebuild
 from . import write as _write
-from .connection import Target, connect, parse, schema_exists, snapshot, use_knowledge_base, \
-    write_transaction
+from .connection import (
+    Target,
+    connect,
+    parse,
+    schema_exists,
+    snapshot,
+    use_knowledge_base,
+    write_transaction,
+)
 
 MAX_QUESTIONS = 31  # hype_questions.position 1..31, as in SQLite
 
@@ -188,7 +207,7 @@ class PostgresBackend:
     def get(self, path: str) -> Document | None:
         return _read.get(self.conn, path)
 
-    def list(self, *, topic: str | None = None, limit: int | None = None,
+    def documents(self, *, topic: str | None = None, limit: int | None = None,
              recent: bool = False) -> list[Document]:
         return _read.list_documents(self.conn, topic, limit, recent)
 

@@ -96,8 +96,8 @@ def connect(target: Target, *, read_only: bool, settings: Settings | None = None
     from psycopg.conninfo import conninfo_to_dict
 
     settings = settings or Settings.from_env()
-    params = conninfo_to_dict(target.conninfo)
-    options = [params.get("options") or ""]
+    params: dict[str, Any] = dict(conninfo_to_dict(target.conninfo))
+    options = [str(params.get("options") or "")]
     if read_only:
         options.append("-c default_transaction_read_only=on")
     params["options"] = " ".join(o for o in options if o)
