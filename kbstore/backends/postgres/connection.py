@@ -163,6 +163,36 @@ def lock_paths(conn: Any, schema: str, paths: Sequence[str]) -> None:
                      (keys,))
 
 
+# A reembed holds this session-level lock (class KB_LOCK_CLASS + 1) from its
+# first staging round to its swap or abort: its staged vectors belong to a
+# live process, which doctor must not discard. A killed process's session
+# ends, and the lock with it.
+REBUILD_LOCK_CLASS = KB_LOCK_CLASS + 1
+_REBUILD_HOLDERS = ("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                    "AND database = (SELECT oid FROM pg_database "
+                    "WHERE datname = current_database()) "
+                    "AND classid = %s::bigint::oid AND objid = (%s::bigint & 4294967295)::oid "
+                    "AND objsubid = 2")
+
+
+def rebuild_holders(conn: Any, schema: str) -> list[int]:
+    """Backend pids of the sessions running a reembed of ``schema``."""
+    return [int(r[0]) for r in conn.execute(
+        _REBUILD_HOLDERS, (REBUILD_LOCK_CLASS, _kb_key(schema))).fetchall()]
+
+
+def hold_rebuild_lock(conn: Any, schema: str) -> None:
+    """Take the reembed lock for this session (once: session locks stack)."""
+    if conn.info.backend_pid not in rebuild_holders(conn, schema):
+        conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                     (REBUILD_LOCK_CLASS, _kb_key(schema)))
+
+
+def release_rebuild_lock(conn: Any, schema: str) -> None:
+    if conn.info.backend_pid in rebuild_holders(conn, schema):
+        conn.execute("SELECT pg_advisory_unlock(%s, %s)", (REBUILD_LOCK_CLASS, _kb_key(schema)))
+
+
 @contextlib.contextmanager
 def write_transaction(conn: Any, schema: str, *, exclusive: bool = False,
                       paths: Sequence[str] = ()) -> Iterator[Any]:

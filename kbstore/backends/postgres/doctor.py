@@ -19,7 +19,7 @@ from typing import Any
 from ...migrations import steps  # package-dir mapped
 from ...model import DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS, PENDING, Check, Document
 from ...redact import redact
-from .connection import snapshot, write_transaction
+from .connection import rebuild_holders, snapshot, write_transaction
 from .rebuild import check_dim
 from .write import STAGING, staging_exists
 
@@ -140,7 +140,12 @@ def _meta_checks(conn: Any, schema: str, dim: int | None) -> tuple[list[Check], 
                             "vectors"))
         return checks, dim == stored["dim"]
     checks.append(Check("vector_table", 0, f"pgvector column, {dim} dimensions, HNSW indexes"))
-    if staging_exists(conn, schema):
+    running = [p for p in rebuild_holders(conn, schema) if p != conn.info.backend_pid]
+    if staging_exists(conn, schema) and running:
+        checks.append(Check("rebuild_in_progress", 0, "a `kbstore reembed` is running "
+                            f"(server process {running[0]}); the old vectors serve until it "
+                            "swaps the new ones in", problem=False))
+    elif staging_exists(conn, schema):
         checks.append(Check("rebuild_in_progress", 1, "a `kbstore reembed` was interrupted; "
                             "the old vectors still serve. Run it again to finish, or --fix "
                             "to discard the staged vectors", problem=False))
@@ -303,7 +308,9 @@ def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> l
             actions.append("rebuilt the exact-tag rows")
         if "vector_table" in bad:
             actions += _repair_vector_table(conn, schema)
-        if "rebuild_in_progress" in bad:
+        if "rebuild_in_progress" in bad and not [
+                p for p in rebuild_holders(conn, schema) if p != conn.info.backend_pid]:
+            # (re-checked under the lock: a reembed may have started meanwhile)
             conn.execute(f"DROP TABLE IF EXISTS {STAGING}")
             actions.append("discarded the vectors staged by an interrupted reembed")
         if "secrets_in_errors" in bad:

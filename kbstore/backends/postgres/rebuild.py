@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...model import DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS
-from .connection import write_transaction
+from .connection import hold_rebuild_lock, release_rebuild_lock, write_transaction
 from .read import stored_state
 from .write import _MARK, STAGING, staging_exists
 
@@ -47,6 +47,7 @@ def staged(conn: Any) -> dict[int, dict[int, str]]:
 
 
 def begin(conn: Any, schema: str, fingerprint_id: str) -> dict[int, dict[int, str]]:
+    hold_rebuild_lock(conn, schema)
     with write_transaction(conn, schema, exclusive=True):
         conn.execute(_CREATE)
         conn.execute(f"DELETE FROM {STAGING} WHERE model <> %s", (fingerprint_id,))
@@ -119,9 +120,11 @@ def finish(conn: Any, schema: str, fingerprint: dict[str, Any], fingerprint_id: 
             (HYPE_VECTORS, fingerprint_id, HYPE_QUESTIONS))
         conn.execute(f"DROP TABLE {STAGING}")
         set_meta("embedder", fingerprint)
+    release_rebuild_lock(conn, schema)
     return []
 
 
 def abort(conn: Any, schema: str) -> None:
     with write_transaction(conn, schema, exclusive=True):
         conn.execute(f"DROP TABLE IF EXISTS {STAGING}")
+    release_rebuild_lock(conn, schema)
