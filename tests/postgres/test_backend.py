@@ -56,6 +56,8 @@ def test_status_on_postgres(kb_url: str, run_cli) -> None:  # type: ignore[no-un
     assert info["documents"] == info["doc_vectors"] > 30 and info["vectors"] >= info["documents"]
     assert info["pending_migrations"] == [] and info["file_bytes"] > 0
     assert info["embedder"]["dim"] == 64
+    text = run_cli("status", "--db", kb_url).output
+    assert f"backend         postgres, knowledge base {name}" in text
 
 
 def test_search_shell_runs_in_psql_with_the_same_ranking(kb_url: str, run_cli) -> None:  # type: ignore[no-untyped-def]
