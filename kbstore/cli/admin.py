@@ -89,6 +89,8 @@ def status(db_path: str, as_json: bool) -> None:
         return
     fp = info["embedder"] or {}
     click.echo(f"database        {info['path']} ({info['file_bytes']:,} bytes)")
+    if info.get("knowledge_base"):
+        click.echo(f"backend         {info['backend']}, knowledge base {info['knowledge_base']}")
     click.echo(f"schema version  {info['schema_version']}")
     click.echo(f"embedder        {fp.get('name')} {fp.get('model')} dim={fp.get('dim')} "
                f"prefixes={fp.get('document_prefix') or '-'}/{fp.get('query_prefix') or '-'}")

@@ -163,14 +163,14 @@ DEMO_QUERIES = (
 @friendly_errors
 def demo(db_path: str | None, embedder: str, queries: tuple[str, ...]) -> None:
     """Index the bundled sample knowledge base and run a few searches."""
-    import os
     import tempfile
     import time
     from pathlib import Path
 
+    from ..backends import location_exists
     from ..errors import KBStoreError
 
-    if db_path and os.path.exists(os.path.expanduser(db_path)):
+    if db_path and location_exists(db_path):
         raise KBStoreError(f"{db_path} exists; the demo only writes a new database (it never "
                            "touches an existing one): choose a new path or omit --db")
     workspace = Path(__file__).resolve().parent.parent / "sample_kb"

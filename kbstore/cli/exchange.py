@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -120,4 +121,52 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
     else:
         click.echo(report.summary())
     for skipped in report.skipped:
+        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+
+
+@cli.command("copy")
+@click.argument("source")
+@click.argument("destination")
+@click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), default=None,
+              help="Embedder for a new destination (default: the source's, so its vectors "
+                   "are reused; another one embeds everything again).")
+@click.option("--prune", is_flag=True,
+              help="Delete destination documents the source does not have.")
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=None,
+              help="Documents per transaction.")
+@json_option
+@friendly_errors
+def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
+             batch_size: int | None, as_json: bool) -> None:
+    """Copy a knowledge base to another location or backend, losslessly.
+
+    SOURCE and DESTINATION are database files or postgresql:// URLs (with
+    ?kb=NAME for a knowledge base other than the default). Documents, tags,
+    dates, HyPE questions and -- with the same embedder -- vectors are
+    copied; nothing is embedded again and no LLM is called. Run it again to
+    resume a copy that stopped: what is already there is skipped.
+    """
+    from ..transfer import copy_store
+    from .common import progress_bar
+
+    bar: list[Any] = []
+
+    def on_total(total: int) -> None:
+        bar.append(progress_bar(total, "copy"))
+
+    try:
+        report = copy_store(source, destination, embedder=embedder, prune=prune,
+                            batch_size=batch_size, on_total=on_total,
+                            progress=lambda n: bar[0].update(n) if bar else None)
+    finally:
+        if bar:
+            bar[0].close()
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(report.summary())
+        if report.extra_in_destination:
+            click.echo(f"the destination holds {len(report.extra_in_destination)} document(s) "
+                       "the source does not have (kept; --prune deletes them)", err=True)
+    for skipped in report.jsonl.write.skipped + report.jsonl.skipped:
         click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)

@@ -19,6 +19,8 @@ Adding a backend = one more entry in ``BACKENDS`` whose locations object has:
 from __future__ import annotations
 
 import itertools
+import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
@@ -57,12 +59,45 @@ class SQLiteLocations:
         return Path(location).exists()
 
 
-BACKENDS: dict[str, type] = {"sqlite": SQLiteLocations}
+class PostgresLocations:
+    """PostgreSQL stores are knowledge bases (schemas) in one database of the
+    session's server: ``<database URL>&kb=<unique name>``."""
+
+    kind = "postgres"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._numbers = itertools.count()
+
+    def __call__(self, name: str = "kb") -> str:
+        clean = re.sub(r"[^a-z0-9_]", "_", name.lower()).strip("_")[:16] or "kb"
+        kb = f"{clean if clean[0].isalpha() else 'kb_' + clean}_{next(self._numbers)}"
+        return f"{self.url}{'&' if '?' in self.url else '?'}kb={kb}"
+
+    def missing(self) -> str:
+        return self(f"missing_{uuid.uuid4().hex[:8]}")
+
+    def exists(self, location: str) -> bool:
+        import psycopg
+
+        from kbstore.backends.postgres.connection import parse
+
+        target = parse(location)
+        with psycopg.connect(target.conninfo, autocommit=True) as conn:
+            return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE "
+                                     "nspname = %s)", (target.schema,)).fetchone()[0])
+
+
+BACKENDS: dict[str, type] = {"sqlite": SQLiteLocations, "postgres": PostgresLocations}
 
 
 @pytest.fixture(scope="session", params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Locations]:
+    if request.param == "postgres":
+        # One database on the session's server; every store is a new schema in it.
+        yield PostgresLocations(request.getfixturevalue("pg_url"))
+        return
     yield BACKENDS[request.param](tmp_path_factory.mktemp(f"stores-{request.param}"))
 
 

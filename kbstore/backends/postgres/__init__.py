@@ -1,3 +1,7 @@
 """PostgreSQL + pgvector storage for kbstore: one knowledge base per schema
 (``kbstore_<name>``), migrations in ``migrations/postgres/``, hybrid search as
 one statement in ``search.sql`` (see DESIGN.md)."""
+
+from .backend import PostgresBackend
+
+__all__ = ["PostgresBackend"]

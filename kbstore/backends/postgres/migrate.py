@@ -87,7 +87,7 @@ def state(conn: Any, schema: str) -> SchemaState:
                        unknown=[n for n in applied if n not in known])
 
 
-def _refuse_if_newer(schema: str, current: SchemaState) -> None:
+def refuse_if_newer(schema: str, current: SchemaState) -> None:
     if current.unknown:
         raise SchemaTooNewError(
             f"knowledge base schema {schema!r} has migrations this kbstore does not know "
@@ -118,7 +118,7 @@ def ensure_schema(conn: Any, schema: str) -> list[str]:
     takes no lock and writes nothing."""
     current = state(conn, schema)
     conn.commit()  # end the read's implicit transaction (non-autocommit connections)
-    _refuse_if_newer(schema, current)
+    refuse_if_newer(schema, current)
     if not current.pending:
         return []
     from psycopg import sql
@@ -126,14 +126,19 @@ def ensure_schema(conn: Any, schema: str) -> list[str]:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
         _ensure_extension(conn)
-        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        # Only when missing: CREATE SCHEMA checks the CREATE privilege on the
+        # database even with IF NOT EXISTS, and a role may own a schema an
+        # administrator made for it without holding that privilege.
+        if not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)",
+                            (schema,)).fetchone()[0]:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
         use_schema(conn, schema, local=True)
         conn.execute(sql.SQL(
             "CREATE TABLE IF NOT EXISTS {} (version integer PRIMARY KEY, name text NOT NULL, "
             "applied_at timestamptz NOT NULL DEFAULT now())").format(
                 sql.Identifier(MIGRATIONS_TABLE)))
         current = state(conn, schema)  # re-read under the lock: someone may have won
-        _refuse_if_newer(schema, current)
+        refuse_if_newer(schema, current)
         done = []
         for name in current.pending:
             conn.execute(step_sql(name))

@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...model import SearchRequest
-from ...query import analyse, resolve_settings, vec_k
+from ...model import Hit, SearchRequest
+from ...query import analyse, make_snippet, resolve_settings, vec_k
 
 SQL_DIR = Path(__file__).resolve().parent
 _PSQL_VAR = re.compile(r":'([a-z_]+)'")
@@ -136,3 +136,40 @@ def psql_script(params: dict[str, str], schema: str) -> str:
     lines += [f"\\set {k} {quoted(v)}" for k, v in sorted(params.items())]
     lines.append(f"\\i {SQL_DIR / 'search.sql'}")
     return "\n".join(lines) + "\n"
+
+
+# -- running the statement ---------------------------------------------------------------
+
+
+def run(conn: Any, request: SearchRequest) -> list[Hit]:
+    """ONE statement (so one snapshot: a hit's fields and snippet come from
+    one version of its document), as a server-side prepared statement."""
+    cursor = conn.execute(statement(), compile_params(request), prepare=True)
+    columns = [c.name for c in cursor.description]
+    rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+    return [Hit(path=row["path"], title=row["title"], tags=list(row["tags"]),
+                doc_type=row["doc_type"], topic=row["topic"], updated=row["updated"],
+                score=float(row["score"]), snippet=make_snippet(row["body"], request.terms),
+                explain=explain_row(row) if request.explain else None)
+            for row in rows]
+
+
+def _num(value: Any) -> Any:
+    return None if value is None else float(value) if not isinstance(value, int) else value
+
+
+def explain_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Every factor that made a hit's score (the SQLite backend's layout)."""
+    return {
+        "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"],
+                  "vector": row["vec_rank"]},
+        "frontmatter_weight": _num(row["fm_weight"]),
+        "raw": {"bm25": _num(row["fts_score"]), "cosine": _num(row["vec_score"])},
+        "rrf": {"frontmatter": _num(row["rrf_fm"]), "fts": _num(row["rrf_fts"]),
+                "vector": _num(row["rrf_vec"])},
+        "convex": _num(row["convex"]),
+        "boost": _num(row["boost"]),
+        "decay": _num(row["decay"]),
+        "matched_vector": row["matched_kind"] if row["vec_rank"] is not None else None,
+        "matched_question": row["matched_question"],
+    }

@@ -1,0 +1,409 @@
+"""Checks and repairs of a PostgreSQL knowledge base (``kbstore doctor``).
+
+As on SQLite, everything but the documents is derived and can be rebuilt
+from the ``documents`` table: the BM25 postings and totals (kept by
+triggers, so a disabled trigger or a bulk load with triggers off leaves
+them wrong), tag rows, hash rows, vectors. The expected schema objects are
+read from the migration files; a dropped index, trigger or function is
+re-created from its statement there. Checks read one repeatable-read
+snapshot; repairs run in one transaction under the exclusive knowledge base
+lock, so they are safe while others write (writers wait, then re-check).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from ...migrations import steps  # package-dir mapped
+from ...model import DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS, PENDING, Check, Document
+from ...redact import redact
+from .connection import rebuild_holders, snapshot, write_transaction
+from .rebuild import check_dim
+from .write import STAGING, staging_exists
+
+SAMPLE = 5
+_OBJECT = re.compile(r"^CREATE (TABLE|INDEX|TRIGGER|FUNCTION) (\w+)", re.MULTILINE)
+# Statements a repair can run again: indexes and triggers end at the first
+# semicolon, functions at their closing dollar quote.
+_STATEMENT = {"index": r"^CREATE INDEX {name} [^;]*;", "trigger": r"^CREATE TRIGGER {name} [^;]*;",
+              "function": r"^CREATE FUNCTION {name}\(.*?\$\$;"}
+# The HNSW indexes are made by set_vector_dimension() (migration 0001) once the
+# dimension is known; the same definitions, for re-creating a dropped one.
+HNSW = {"vectors_doc_hnsw": "slot = 0", "vectors_hype_hnsw": "slot > 0"}
+_POSTINGS_WANT = """
+    SELECT x.lexeme COLLATE "C" AS term, d.id AS doc_id,
+           cardinality(array_positions(x.weights, 'A')) AS tf_title,
+           cardinality(array_positions(x.weights, 'B')) AS tf_tags,
+           cardinality(x.positions) - cardinality(array_positions(x.weights, 'A'))
+               - cardinality(array_positions(x.weights, 'B')) AS tf_body,
+           (sum(cardinality(x.positions)) OVER (PARTITION BY d.id))::integer AS doc_len
+    FROM documents AS d, unnest(d.fts) AS x"""
+_TITLES_WANT = """
+    SELECT x.lexeme COLLATE "C" AS term, d.id AS doc_id, cardinality(x.positions) AS tf,
+           (sum(cardinality(x.positions)) OVER (PARTITION BY d.id))::integer AS title_len
+    FROM documents AS d, unnest(title_vector(d.title)) AS x"""
+
+
+@lru_cache(maxsize=1)
+def migration_text() -> str:
+    return "\n".join(path.read_text(encoding="utf-8") for _, path in steps("postgres"))
+
+
+@lru_cache(maxsize=1)
+def expected_objects() -> dict[str, str]:
+    """name -> kind ('table', 'index', 'trigger', 'function') the migrations create."""
+    return {name: kind.lower() for kind, name in _OBJECT.findall(migration_text())}
+
+
+def _statement(kind: str, name: str) -> str | None:
+    match = re.search(_STATEMENT[kind].format(name=re.escape(name)), migration_text(),
+                      re.MULTILINE | re.DOTALL)
+    return match.group(0) if match else None
+
+
+def _present(conn: Any, schema: str) -> dict[str, str]:
+    """What the schema holds: name -> kind ('trigger_disabled' for a trigger
+    that is switched off)."""
+    rows = conn.execute("""
+        SELECT c.relname, CASE c.relkind WHEN 'i' THEN 'index' ELSE 'table' END
+        FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = %(s)s AND c.relkind IN ('r', 'i', 'p')
+        UNION ALL
+        SELECT t.tgname, CASE WHEN t.tgenabled = 'D' THEN 'trigger_disabled' ELSE 'trigger' END
+        FROM pg_trigger AS t JOIN pg_class AS c ON c.oid = t.tgrelid
+        JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = %(s)s AND NOT t.tgisinternal
+        UNION ALL
+        SELECT p.proname, 'function' FROM pg_proc AS p
+        JOIN pg_namespace AS n ON n.oid = p.pronamespace WHERE n.nspname = %(s)s
+    """, {"s": schema}).fetchall()
+    return {name: kind for name, kind in rows}
+
+
+def _schema_check(conn: Any, schema: str) -> Check:
+    present = _present(conn, schema)
+    wrong = sorted(n for n, kind in expected_objects().items() if present.get(n) != kind)
+    fixable = all(expected_objects()[n] != "table" for n in wrong)
+    return Check("schema", len(wrong), "missing or disabled schema objects: "
+                 f"{', '.join(wrong)}" + ("" if fixable else "; a lost table cannot be rebuilt:"
+                                          " `kbstore copy` what is left into a new knowledge "
+                                          "base") if wrong else "", fixable=fixable,
+                 sample=wrong[:SAMPLE])
+
+
+def _integrity(conn: Any, schema: str) -> Check:
+    bad = [f"constraint {r[0]} is not validated" for r in conn.execute(
+        "SELECT c.conname FROM pg_constraint AS c JOIN pg_namespace AS n "
+        "ON n.oid = c.connamespace WHERE n.nspname = %s AND NOT c.convalidated",
+        (schema,)).fetchall()]
+    conn.execute("SELECT count(*) FROM documents").fetchone()  # every row readable
+    return Check("integrity", len(bad), "; ".join(bad[:3]) or "constraints valid, documents "
+                 "readable", fixable=False, sample=bad[:SAMPLE])
+
+
+def _index_check(conn: Any, schema: str) -> Check:
+    bad = [r[0] for r in conn.execute(
+        "SELECT c.relname FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid "
+        "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND NOT (i.indisvalid AND i.indisready) ORDER BY 1",
+        (schema,)).fetchall()]
+    return Check("indexes", len(bad), f"invalid indexes (an interrupted build): "
+                 f"{', '.join(bad)}" if bad else "", sample=bad[:SAMPLE])
+
+
+def _meta(conn: Any, key: str) -> Any:
+    row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def _meta_checks(conn: Any, schema: str, dim: int | None) -> tuple[list[Check], bool]:
+    from ...model import fingerprint_id
+
+    fusion = _meta(conn, "fusion")
+    checks = [Check("meta_fusion", 0 if isinstance(fusion, dict) else 1, "" if isinstance(
+        fusion, dict) else f"stored fusion defaults are not a JSON object: {fusion!r:.80}")]
+    stored = _meta(conn, "embedder")
+    if not isinstance(stored, dict) or not isinstance(stored.get("dim"), int):
+        checks.append(Check("fingerprint", 1, "no embedder fingerprint; documents are kept. "
+                            "Run `kbstore doctor --fix --embedder NAME` to record one and "
+                            "re-embed", fixable=False))
+        return checks, False
+    present = _present(conn, schema)
+    lost = [name for name in HNSW if present.get(name) != "index"]
+    if dim != stored["dim"] or lost:
+        what = ("missing" if dim is None else f"{dim}-dimensional") if dim != stored["dim"] \
+            else f"without its HNSW index ({', '.join(lost)})"
+        checks.append(Check("vector_table", 1, f"vector column is {what}, the embedder "
+                            f"{fingerprint_id(stored)} makes {stored['dim']}-dimensional "
+                            "vectors"))
+        return checks, dim == stored["dim"]
+    checks.append(Check("vector_table", 0, f"pgvector column, {dim} dimensions, HNSW indexes"))
+    running = [p for p in rebuild_holders(conn, schema) if p != conn.info.backend_pid]
+    if staging_exists(conn, schema) and running:
+        checks.append(Check("rebuild_in_progress", 0, "a `kbstore reembed` is running "
+                            f"(server process {running[0]}); the old vectors serve until it "
+                            "swaps the new ones in", problem=False))
+    elif staging_exists(conn, schema):
+        checks.append(Check("rebuild_in_progress", 1, "a `kbstore reembed` was interrupted; "
+                            "the old vectors still serve. Run it again to finish, or --fix "
+                            "to discard the staged vectors", problem=False))
+    return checks, True
+
+
+def _ids(conn: Any, sql: str, *args: Any) -> set[int]:
+    return {int(r[0]) for r in conn.execute(sql, args).fetchall()}
+
+
+def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) -> list[Check]:
+    checks: list[Check] = []
+
+    def add(name: str, found: Any, detail: str, **kw: Any) -> None:
+        found = sorted(found)
+        checks.append(Check(name, len(found), detail if found else "", sample=found[:SAMPLE],
+                            **kw))
+
+    docs = {int(r[0]): Document(path=r[1], title=r[2], body=r[3], tags=list(r[4]))
+            for r in conn.execute("SELECT id, path, title, body, tags FROM documents")}
+    ids = set(docs)
+    add("fts_postings", _ids(conn, f"SELECT doc_id FROM (({_POSTINGS_WANT}) EXCEPT "
+                                   "SELECT term, doc_id, tf_title, tf_tags, tf_body, doc_len "
+                                   "FROM fts_postings) AS a UNION SELECT doc_id FROM "
+                                   "(SELECT term, doc_id, tf_title, tf_tags, tf_body, doc_len "
+                                   f"FROM fts_postings EXCEPT ({_POSTINGS_WANT})) AS b")
+        | _ids(conn, f"SELECT doc_id FROM (({_TITLES_WANT}) EXCEPT SELECT term, doc_id, tf, "
+                     "title_len FROM title_postings) AS a UNION SELECT doc_id FROM (SELECT "
+                     f"term, doc_id, tf, title_len FROM title_postings EXCEPT ({_TITLES_WANT}))"
+                     " AS b"),
+        "documents whose BM25 postings disagree with their text (or postings of deleted "
+        "documents)")
+    totals = conn.execute(
+        "SELECT (SELECT coalesce(sum(docs), 0) FROM fts_totals), (SELECT count(*) FROM "
+        "documents), (SELECT coalesce(sum(tokens), 0) FROM fts_totals), (SELECT coalesce("
+        "sum(doc_len), 0) FROM (SELECT DISTINCT doc_id, doc_len FROM fts_postings) AS p), "
+        "(SELECT coalesce(sum(title_tokens), 0) FROM fts_totals), (SELECT coalesce("
+        "sum(title_len), 0) FROM (SELECT DISTINCT doc_id, title_len FROM title_postings) AS t)"
+    ).fetchone()
+    off = [label for label, (a, b) in zip(("documents", "tokens", "title tokens"),
+                                          (totals[0:2], totals[2:4], totals[4:6]), strict=True)
+           if int(a) != int(b)]
+    checks.append(Check("fts_totals", len(off), f"BM25 totals disagree with the postings: "
+                        f"{', '.join(off)}" if off else "", sample=off))
+    want_tags = {(t.strip().lower(), d) for d, doc in docs.items() for t in doc.tags
+                 if t.strip()}
+    have_tags = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
+    add("tag_rows", {d for _, d in want_tags ^ have_tags},
+        "documents whose exact-tag rows disagree with their tags")
+    questions = {(int(r[0]), int(r[1])) for r in
+                 conn.execute("SELECT doc_id, position FROM hype_questions")}
+    add("orphan_questions", {d for d, _ in questions if d not in ids},
+        "HyPE questions of deleted documents")
+    derived = conn.execute("SELECT doc_id, kind, content_hash, model, status, error "
+                           "FROM derived").fetchall()
+    add("orphan_derived", {int(r[0]) for r in derived if int(r[0]) not in ids},
+        "hash rows of deleted documents")
+    by_kind: dict[str, dict[int, tuple[str, str, str]]] = {}
+    for doc_id, kind, chash, model, status, _ in derived:
+        by_kind.setdefault(kind, {})[int(doc_id)] = (chash, model, status)
+    doc_rows, qrows = by_kind.get(DOC_VECTOR, {}), by_kind.get(HYPE_QUESTIONS, {})
+    add("documents_missing_hash_row", ids - set(doc_rows),
+        "documents without a 'doc_vector' hash row (never embedded)")
+    add("stale_vectors", {d for d, (h, _, _) in doc_rows.items()
+                          if d in docs and h != docs[d].vector_hash()},
+        "document vectors made from older content")
+    add("secrets_in_errors", {int(r[0]) for r in derived if r[5] and redact(r[5]) != r[5]},
+        "stored LLM errors that still hold what looks like a credential; --fix redacts them")
+    add("pending_hype", {d for d, (_, _, s) in qrows.items() if d in ids and s == PENDING},
+        "documents whose HyPE questions wait for the LLM (`kbstore hype`)",
+        fixable=False, problem=False)
+    add("stale_questions", {d for d, (h, _, s) in qrows.items()
+                            if d in docs and s == "ok" and h != docs[d].hype_hash()},
+        "HyPE questions written for older content (--fix drops them; `kbstore hype` asks "
+        "again)")
+    if fp is not None:
+        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS)
+                                     for d, (_, m, _) in by_kind.get(kind, {}).items()
+                                     if d in ids and m != fp},
+            f"vectors made by another embedder than the stored {fp}")
+    if not vectors_ok:
+        return checks
+    slots = {(int(r[0]), int(r[1])) for r in conn.execute("SELECT doc_id, slot FROM vectors")}
+    add("orphan_vectors", {d for d, s in slots if d not in ids or (s and (d, s) not in questions)},
+        "vectors of deleted documents or questions")
+    add("documents_missing_vectors", {d for d in ids if (d, 0) not in slots},
+        "documents without their document vector")
+    add("questions_missing_vectors", {d for d, pos in questions if d in ids
+                                      and (d, pos) not in slots},
+        "documents whose HyPE questions lack vectors")
+    add("invalid_vectors", _ids(conn, "SELECT DISTINCT doc_id FROM vectors WHERE "
+                                      "vector_dims(embedding) <> %s OR vector_norm(embedding) = 0",
+                                dim),
+        "documents with zero or wrong-size vectors")
+    return checks
+
+
+def _guarded(name: str, check: Any, *args: Any) -> Check:
+    try:
+        return check(*args)  # type: ignore[no-any-return]
+    except Exception as exc:
+        return Check(name, 1, f"check failed: {redact(str(exc))}", fixable=False)
+
+
+def diagnose(conn: Any, schema: str, fp: str | None, dim: int | None) -> list[Check]:
+    checks = []
+    with snapshot(conn):
+        for name, check in (("integrity", _integrity), ("schema", _schema_check),
+                            ("indexes", _index_check)):
+            checks.append(_guarded(name, check, conn, schema))
+        setup, vectors_ok = _meta_checks(conn, schema, dim)
+        checks += setup
+        try:
+            checks += _row_checks(conn, fp, dim, vectors_ok)
+        except Exception as exc:
+            checks.append(Check("tables", 1, f"could not compare the tables: {redact(str(exc))}",
+                                fixable=False))
+    return checks
+
+
+# -- repairs -------------------------------------------------------------------------
+
+
+def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> list[str]:
+    """Rebuild what needs no embedder, in one transaction under the exclusive
+    lock. Vectors that must be re-made lose their hash rows, so the write
+    path re-embeds them afterwards."""
+    from psycopg.types.json import Jsonb
+
+    actions: list[str] = []
+    with write_transaction(conn, schema, exclusive=True):
+        if "schema" in bad:
+            actions += _recreate_objects(conn, schema)
+            bad |= {"fts_postings", "fts_totals", "tag_rows"}
+        if "meta_fusion" in bad:
+            conn.execute("INSERT INTO meta (key, value) VALUES ('fusion', %s) ON CONFLICT (key) "
+                         "DO UPDATE SET value = excluded.value", (Jsonb(defaults),))
+            actions.append("rewrote the stored fusion defaults")
+        if "indexes" in bad:
+            for (name,) in conn.execute(
+                    "SELECT c.relname FROM pg_index AS i JOIN pg_class AS c ON c.oid = "
+                    "i.indexrelid JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE "
+                    "n.nspname = %s AND NOT (i.indisvalid AND i.indisready)",
+                    (schema,)).fetchall():
+                conn.execute(f'REINDEX INDEX "{schema}"."{name}"')  # names from the catalog
+                actions.append(f"rebuilt index {name}")
+        if bad & {"fts_postings", "fts_totals"}:
+            conn.execute("DELETE FROM fts_postings")
+            conn.execute("DELETE FROM title_postings")
+            conn.execute("DELETE FROM fts_totals")
+            conn.execute("SELECT fts_index(array_agg(id ORDER BY id), array_agg(fts ORDER BY id), "
+                         "array_agg(title ORDER BY id), 1) FROM documents")
+            actions.append("rebuilt the BM25 postings and totals from the documents")
+        if "tag_rows" in bad:
+            conn.execute("DELETE FROM document_tags")
+            conn.execute("INSERT INTO document_tags (tag, doc_id) SELECT DISTINCT "
+                         "lower(btrim(t.value)), d.id FROM documents AS d, "
+                         "jsonb_array_elements_text(d.tags) AS t(value) "
+                         "WHERE btrim(t.value) <> ''")
+            actions.append("rebuilt the exact-tag rows")
+        if "vector_table" in bad:
+            actions += _repair_vector_table(conn, schema)
+        if "rebuild_in_progress" in bad and not [
+                p for p in rebuild_holders(conn, schema) if p != conn.info.backend_pid]:
+            # (re-checked under the lock: a reembed may have started meanwhile)
+            conn.execute(f"DROP TABLE IF EXISTS {STAGING}")
+            actions.append("discarded the vectors staged by an interrupted reembed")
+        if "secrets_in_errors" in bad:
+            rows = conn.execute("SELECT doc_id, kind, error FROM derived "
+                                "WHERE error IS NOT NULL").fetchall()
+            with conn.cursor() as cur:
+                cur.executemany("UPDATE derived SET error = %s WHERE doc_id = %s AND kind = %s",
+                                [(redact(e), d, k) for d, k, e in rows if redact(e) != e])
+            actions.append("redacted credentials in stored LLM errors")
+        actions += _delete_orphans(conn, bad)
+        actions += _forget_bad_vectors(conn, bad)
+    return actions
+
+
+def _recreate_objects(conn: Any, schema: str) -> list[str]:
+    present = _present(conn, schema)
+    done = []
+    order = {"function": 0, "index": 1, "trigger": 2}
+    for name, kind in sorted(expected_objects().items(), key=lambda i: order.get(i[1], 3)):
+        if present.get(name) == kind or kind == "table":
+            continue
+        if kind == "trigger" and present.get(name) == "trigger_disabled":
+            table = conn.execute("SELECT c.relname FROM pg_trigger AS t JOIN pg_class AS c ON "
+                                 "c.oid = t.tgrelid JOIN pg_namespace AS n ON n.oid = "
+                                 "c.relnamespace WHERE n.nspname = %s AND t.tgname = %s",
+                                 (schema, name)).fetchone()[0]
+            conn.execute(f'ALTER TABLE "{table}" ENABLE TRIGGER "{name}"')  # catalog names
+            done.append(f"enabled {name}")
+            continue
+        statement = _statement(kind, name)
+        if statement:
+            conn.execute(statement)  # kbstore's own migration text
+            done.append(name)
+    return [f"re-created {', '.join(done)}"] if done else []
+
+
+def _repair_vector_table(conn: Any, schema: str) -> list[str]:
+    stored = _meta(conn, "embedder") or {}
+    dim = check_dim(stored.get("dim"))
+    from .read import vector_dim
+
+    if vector_dim(conn) == dim:
+        present = _present(conn, schema)
+        made = []
+        for name, where in HNSW.items():
+            if present.get(name) != "index":
+                conn.execute(f"CREATE INDEX {name} ON vectors USING hnsw "
+                             f"(embedding vector_cosine_ops) WHERE {where}")  # constants
+                made.append(name)
+        return [f"re-created {', '.join(made)}"] if made else []
+    conn.execute("SELECT set_vector_dimension(%s)", (dim,))
+    conn.execute("DELETE FROM derived WHERE kind IN (%s, %s)", (DOC_VECTOR, HYPE_VECTORS))
+    return [f"reshaped the vector column to {dim} dimensions; every document will be "
+            "re-embedded"]
+
+
+def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
+    actions = []
+    if "orphan_vectors" in bad:
+        n = conn.execute("DELETE FROM vectors AS v WHERE NOT EXISTS (SELECT 1 FROM documents "
+                         "AS d WHERE d.id = v.doc_id) OR (v.slot > 0 AND NOT EXISTS (SELECT 1 "
+                         "FROM hype_questions AS q WHERE q.doc_id = v.doc_id AND "
+                         "q.position = v.slot))").rowcount
+        actions.append(f"deleted {n} orphan vector row(s)")
+    for check, table in (("orphan_questions", "hype_questions"), ("orphan_derived", "derived")):
+        if check in bad:  # table names are constants
+            n = conn.execute(f"DELETE FROM {table} WHERE doc_id NOT IN (SELECT id FROM "
+                             "documents)").rowcount
+            actions.append(f"deleted {n} orphan row(s) from {table}")
+    if "stale_questions" in bad:
+        stale = [int(doc_id) for doc_id, title, body, chash in conn.execute(
+            "SELECT d.id, d.title, d.body, h.content_hash FROM documents AS d JOIN derived "
+            "AS h ON h.doc_id = d.id AND h.kind = %s", (HYPE_QUESTIONS,)).fetchall()
+            if Document(path="", title=title, body=body).hype_hash() != chash]
+        conn.execute("DELETE FROM vectors WHERE slot > 0 AND doc_id = ANY(%s)", (stale,))
+        conn.execute("DELETE FROM hype_questions WHERE doc_id = ANY(%s)", (stale,))
+        conn.execute("DELETE FROM derived WHERE doc_id = ANY(%s) AND kind IN (%s, %s)",
+                     (stale, HYPE_QUESTIONS, HYPE_VECTORS))
+        actions.append(f"dropped the stale HyPE questions of {len(stale)} document(s)")
+    return actions
+
+
+def _forget_bad_vectors(conn: Any, bad: set[str]) -> list[str]:
+    if not bad & {"documents_missing_vectors", "questions_missing_vectors", "invalid_vectors"}:
+        return []
+    stored = _meta(conn, "embedder") or {}
+    conn.execute("DELETE FROM vectors WHERE vector_dims(embedding) <> %s "
+                 "OR vector_norm(embedding) = 0", (stored.get("dim") or 0,))
+    n = conn.execute("DELETE FROM derived AS x WHERE x.kind = %s AND NOT EXISTS (SELECT 1 "
+                     "FROM vectors AS v WHERE v.doc_id = x.doc_id AND v.slot = 0)",
+                     (DOC_VECTOR,)).rowcount
+    n += conn.execute("DELETE FROM derived AS x WHERE x.kind = %s AND EXISTS (SELECT 1 FROM "
+                      "hype_questions AS q WHERE q.doc_id = x.doc_id AND NOT EXISTS (SELECT 1 "
+                      "FROM vectors AS v WHERE v.doc_id = q.doc_id AND v.slot = q.position))",
+                      (HYPE_VECTORS,)).rowcount
+    return [f"marked {n} document(s) for re-embedding"]

@@ -1,0 +1,110 @@
+"""PostgresBackend through the public API and the CLI, beyond the contract
+suite: the URL form (knowledge base key, no password anywhere), `search
+--shell` in psql, status, doctor finding and repairing damage made with
+plain SQL, and the picobot adapter on a URL."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from kbstore import FakeEmbedder, KnowledgeStore
+from kbstore.backends.postgres.connection import parse
+from kbstore.doctor import diagnose, fix
+from kbstore.picobot import KnowledgeBase
+from tests import pg_server
+
+
+@pytest.fixture
+def kb_url(pg_url: str, sample_workspace: Path) -> str:
+    url = pg_server.kb_url(pg_url, pg_server.unique_kb_name("be"))
+    with KnowledgeStore.open(url, FakeEmbedder(64), hype=False) as store:
+        store.import_directory(sample_workspace)
+    return url
+
+
+def _sql(url: str, statement: str, *args: object) -> list[tuple]:
+    target = parse(url)
+    with psycopg.connect(target.conninfo, autocommit=True) as conn:
+        conn.execute(f'SET search_path = "{target.schema}", public')
+        cur = conn.execute(statement, args or None)
+        return cur.fetchall() if cur.description else []
+
+
+def test_the_url_names_the_knowledge_base_and_never_shows_the_password() -> None:
+    target = parse("postgresql://agent:s3cret@db.example.net:5432/team?sslmode=require&kb=ops")
+    assert (target.kb, target.schema) == ("ops", "kbstore_ops")
+    assert "s3cret" not in target.location and "kb=" not in target.conninfo
+    assert target.location == "postgresql://agent@db.example.net:5432/team?sslmode=require&kb=ops"
+    assert parse("postgresql://h/db").kb == "default"
+    with pytest.raises(Exception, match="knowledge base name"):
+        parse("postgresql://h/db?kb=Bad-Name!")
+
+
+def test_status_on_postgres(kb_url: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("status", "--db", kb_url, "--json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    name = parse(kb_url).kb
+    assert info["backend"] == "postgres" and info["knowledge_base"] == name
+    assert info["documents"] == info["doc_vectors"] > 30 and info["vectors"] >= info["documents"]
+    assert info["pending_migrations"] == [] and info["file_bytes"] > 0
+    assert info["embedder"]["dim"] == 64
+    text = run_cli("status", "--db", kb_url).output
+    assert f"backend         postgres, knowledge base {name}" in text
+
+
+def test_search_shell_runs_in_psql_with_the_same_ranking(kb_url: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+    query = "sqlite full text search ranking"
+    script = run_cli("search", "--db", kb_url, query, "--shell", "--limit", "5")
+    assert script.exit_code == 0, script.output
+    conninfo = parse(kb_url).conninfo
+    out = subprocess.run([str(pg_server.psql_path()), "-X", "-q", "-v", "ON_ERROR_STOP=1",
+                          "--csv", conninfo], input=script.output, capture_output=True,
+                         text=True, check=True).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    psql_paths = [row["path"] for row in rows]
+    hits = run_cli("search", "--db", kb_url, query, "--json", "--limit", "5")
+    api_paths = [json.loads(line)["path"] for line in hits.output.splitlines()]
+    assert psql_paths == api_paths and len(api_paths) == 5
+
+
+def test_doctor_finds_and_repairs_damage_on_postgres(kb_url: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+    ids = [r[0] for r in _sql(kb_url, "SELECT id FROM documents ORDER BY id")]
+    _sql(kb_url, "DELETE FROM vectors WHERE doc_id = %s AND slot = 0", ids[0])
+    _sql(kb_url, "DELETE FROM fts_postings WHERE doc_id = %s", ids[1])
+    _sql(kb_url, "DELETE FROM document_tags WHERE doc_id = ANY(%s)", ids)
+    _sql(kb_url, "DELETE FROM meta WHERE key = 'fusion'")
+    with KnowledgeStore.open(kb_url, read_only=True, hype=False) as store:
+        found = {c.name for c in diagnose(store).problems}
+    assert {"documents_missing_vectors", "fts_postings", "tag_rows", "meta_fusion"} <= found
+    result = run_cli("doctor", "--db", kb_url)
+    assert result.exit_code == 1  # problems found, nothing changed
+    with KnowledgeStore.open(kb_url, hype=False) as store:
+        after = fix(store)
+        assert after.ok and after.problems == [], [c.name for c in after.problems]
+        assert any("postings" in a for a in after.fixed)
+        assert any("re-embedded 1" in a for a in after.fixed)
+    assert _sql(kb_url, "SELECT count(*) FROM document_tags")[0][0] > 0
+    assert run_cli("doctor", "--db", kb_url).exit_code == 0
+
+
+def test_picobot_knowledge_base_on_a_url(pg_url: str, tmp_path: Path) -> None:
+    url = pg_server.kb_url(pg_url, pg_server.unique_kb_name("pico"))
+    kb = KnowledgeBase(base_path=tmp_path / "knowledge", data_dir=tmp_path / "data", hype=False,
+                       embedder=FakeEmbedder(64), db=url)
+    try:
+        kb.store("projects", "Shed roof", "Torch-on felt over the OSB boards, two layers.")
+        answer = kb.search("shed roof felt")
+        assert "1. Shed roof (projects/shed-roof.md)" in answer
+    finally:
+        kb.close()
+    assert not (tmp_path / "data" / "kb.sqlite").exists()  # the index is on the server
+    with KnowledgeStore.open(url, read_only=True, hype=False) as store:
+        assert [p for p in store.paths() if "shed" in p]
