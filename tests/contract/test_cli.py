@@ -18,9 +18,9 @@ from kbstore.cli import _register, cli
 
 _register()
 
-COMMANDS = {"init", "migrate", "status", "vec-path", "import", "search", "reembed", "demo",
+COMMANDS = {"init", "migrate", "status", "vec-path", "import", "search", "reembed", "demo", "copy",
             "hype", "doctor", "export", "import-jsonl", "import-npz", "mcp", "watch"}
-NO_DB = {"vec-path", "demo"}  # demo's --db is optional; vec-path reads no database
+NO_DB = {"vec-path", "demo", "copy"}  # demo's --db is optional; vec-path reads no database; copy takes SOURCE DESTINATION
 
 
 def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
