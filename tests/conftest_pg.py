@@ -21,7 +21,7 @@ from tests import pg_server
 
 @pytest.fixture(scope="session")
 def pg_server_handle() -> Iterator[pg_server.Server]:
-    server = pg_server.start()
+    server = pg_server.start(durable=False)
     try:
         yield server
     finally:
@@ -38,7 +38,10 @@ def pg_url(pg_server_handle: pg_server.Server) -> Iterator[str]:
     try:
         yield url
     finally:
-        pg_server.drop_database(url, pg_server_handle.url)
+        # A bundled server's data goes with it; dropping hundreds of schemas
+        # first only costs time.
+        if pg_server_handle.external:
+            pg_server.drop_database(url, pg_server_handle.url)
 
 
 @dataclass(frozen=True)

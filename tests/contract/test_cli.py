@@ -18,9 +18,10 @@ from kbstore.cli import _register, cli
 
 _register()
 
-COMMANDS = {"init", "migrate", "status", "vec-path", "import", "search", "reembed", "demo", "copy",
-            "hype", "doctor", "export", "import-jsonl", "import-npz", "mcp", "watch"}
-NO_DB = {"vec-path", "demo", "copy"}  # demo's --db is optional; vec-path reads no database; copy takes SOURCE DESTINATION
+COMMANDS = {"init", "migrate", "status", "vec-path", "import", "search", "reembed", "demo",
+            "hype", "doctor", "export", "import-jsonl", "import-npz", "mcp", "watch", "copy"}
+# demo's --db is optional; vec-path reads no database; copy takes two locations
+NO_DB = {"vec-path", "demo", "copy"}
 
 
 def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]

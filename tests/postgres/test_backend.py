@@ -108,3 +108,26 @@ def test_picobot_knowledge_base_on_a_url(pg_url: str, tmp_path: Path) -> None:
     assert not (tmp_path / "data" / "kb.sqlite").exists()  # the index is on the server
     with KnowledgeStore.open(url, read_only=True, hype=False) as store:
         assert [p for p in store.paths() if "shed" in p]
+
+
+def test_doctor_leaves_a_running_reembed_alone_and_discards_an_interrupted_one(
+        kb_url: str) -> None:
+    from kbstore.backends.postgres import PostgresBackend
+    from kbstore.embed import fingerprint_id
+
+    other = FakeEmbedder(32)
+    running = PostgresBackend.open(kb_url, mode="write")
+    try:
+        running.rebuild_begin(fingerprint_id(other.fingerprint()))  # staging + session lock
+        with KnowledgeStore.open(kb_url, hype=False) as store:
+            check = next(c for c in diagnose(store).checks if c.name == "rebuild_in_progress")
+            assert check.count == 0 and "is running" in check.detail
+            assert fix(store).fixed == []
+            assert store.status()["rebuild_in_progress"] is True
+    finally:
+        running.close()  # the process "dies": its session and lock are gone
+    with KnowledgeStore.open(kb_url, hype=False) as store:
+        check = next(c for c in diagnose(store).checks if c.name == "rebuild_in_progress")
+        assert check.count == 1 and "interrupted" in check.detail
+        assert fix(store).fixed == ["discarded the vectors staged by an interrupted reembed"]
+        assert store.status()["rebuild_in_progress"] is False

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from kbstore.migrations import steps
 
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.postgres import migrate, query
@@ -22,6 +23,7 @@ from tests import pg_server
 from tests.conftest_pg import PgKnowledgeBase
 
 NOW = "2026-12-01T00:00:00+00:00"
+ALL_STEPS = [name for name, _ in steps("postgres")]
 
 
 def open_kb(kb: PgKnowledgeBase, dim: int = 16) -> psycopg.Connection:
@@ -77,7 +79,7 @@ def test_server_has_pgvector_with_iterative_hnsw_scans(pg_url: str) -> None:
 
 def test_migrations_apply_once_and_record_their_version(pg_kb: PgKnowledgeBase) -> None:
     with psycopg.connect(pg_kb.url) as conn:
-        assert migrate.ensure_schema(conn, pg_kb.schema) == ["0001_initial"]
+        assert migrate.ensure_schema(conn, pg_kb.schema) == ALL_STEPS
         assert migrate.ensure_schema(conn, pg_kb.schema) == []
         current = migrate.state(conn, pg_kb.schema)
         assert (current.version, current.pending, current.unknown) \
@@ -132,9 +134,10 @@ def test_processes_racing_to_create_a_new_database_serialize(pg_database: str) -
         p.join(60)
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     applied = sorted(results.get(timeout=5) for _ in procs)
-    assert applied == [[], [], [], ["0001_initial"]]
+    assert applied == [[], [], [], ALL_STEPS]
     with psycopg.connect(pg_database) as conn:
-        assert conn.execute(f"SELECT count(*) FROM {schema}.schema_migrations").fetchone()[0] == 1
+        assert conn.execute(f"SELECT count(*) FROM {schema}.schema_migrations"
+                            ).fetchone()[0] == len(ALL_STEPS)
 
 
 # -- what the triggers keep ----------------------------------------------------
