@@ -25,10 +25,13 @@ if TYPE_CHECKING:  # numpy is imported lazily: searching needs no numpy at all
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What kbstore needs from an embedding model."""
+    """What kbstore needs from an embedding model. ``max_tokens``: the
+    model's input window; longer documents also get chunk vectors
+    (kbstore.chunks), so a fact past the window is still embedded."""
 
     name: str
     dim: int
+    max_tokens: int
 
     def fingerprint(self) -> dict[str, Any]: ...
 
@@ -56,12 +59,15 @@ class FakeEmbedder:
     Each lower-cased word adds +-1 to a hashed coordinate, so texts sharing
     words are close and texts sharing none are near-orthogonal. Crude
     suffix stripping lets 'running' meet 'run'. ``calls`` counts texts embedded.
+    Its window is small (``max_tokens``, 128 by default) so tests exercise
+    chunking; like a real model it reads only the first ``max_tokens`` words.
     """
 
     name = "fake"
 
-    def __init__(self, dim: int = 64) -> None:
+    def __init__(self, dim: int = 64, max_tokens: int = 128) -> None:
         self.dim = dim
+        self.max_tokens = max_tokens
         self.calls = 0
 
     def fingerprint(self) -> dict[str, Any]:
@@ -79,7 +85,7 @@ class FakeEmbedder:
         import numpy as np
 
         vec = np.zeros(self.dim, dtype=np.float32)
-        for word in _WORD.findall(text.lower()):
+        for word in _WORD.findall(text.lower())[:self.max_tokens]:
             digest = hashlib.blake2b(self._stem(word).encode(), digest_size=8).digest()
             index = int.from_bytes(digest[:4], "little") % self.dim
             vec[index] += 1.0 if digest[4] & 1 else -1.0

@@ -40,6 +40,7 @@ def _package_dir(name: str) -> Path:
 class MiniLMEmbedder:
     name = "minilm"
     dim = 384
+    max_tokens = MAX_TOKENS
 
     def __init__(self) -> None:
         self._session: Any = None

@@ -24,10 +24,12 @@ MODEL = "nomic-embed-text-v1.5"
 GGUF = "nomic-embed-text-v1.5.f16.gguf"
 MATRYOSHKA_DIMS = (768, 512, 256, 128, 64)
 INFERENCE_MODES = ("local", "remote", "dynamic")
+MAX_TOKENS = 8192  # nomic-embed-text-v1.5's context window
 
 
 class NomicEmbedder:
     name = "nomic"
+    max_tokens = MAX_TOKENS
 
     def __init__(self, dim: int = 768, inference_mode: str = "local",
                  model_dir: str | None = None) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import EmptyQueryError, InvalidQueryError
 from .model import SearchRequest
+from .query_dates import date_ranges, relative_words, wants_latest
 
 # Words as unicode61 sees them: letters and digits; '_' and punctuation split.
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
@@ -45,27 +46,36 @@ where which while who whom why will with would you your yours yourself yourselve
 # tag match, curated metadata, keeps the frontmatter weight w_fm (1.0).
 DEFAULTS: dict[str, Any] = {
     "fusion": "rrf", "k_rrf": 20.0, "w_fm": 1.0, "w_fm_title": 0.25, "w_fts": 1.0,
-    "w_vec": 1.0,
+    "w_vec": 1.0, "w_hype": 1.0, "w_date": 1.0,
     "w_title": 2.0, "w_tags": 1.5, "w_body": 1.0,
-    "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0, "half_life_days": 30.0,
-    "fm_limit": 100, "fts_limit": 100, "vec_limit": 100,
+    "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0,
+    # Recency (journal entries): a bounded factor 1 - recency_weight * (1 -
+    # 2^(-age / half_life_days)); half_life_days None or 0: off.
+    "half_life_days": 30.0, "recency_weight": 0.2,
+    # "Latest" questions: hits within latest_ratio of the best score come
+    # newest first. latest None: detected from the query; True/False: forced.
+    "latest": None, "latest_ratio": 0.5,
+    "fm_limit": 100, "fts_limit": 100, "vec_limit": 100, "date_limit": 100,
     # KNN candidates per vector kind before exact rescoring; None = auto,
     # max(VEC_K_AUTO[kind], 4 x limit). Documents: sign bits of real MiniLM
     # vectors need 256 (recall@10 against exact search on SciFact: 0.92 at
     # 64, 0.97 at 128, 0.99 at 256). Questions: 128 (~6 per document, so the
     # HyPE partition is 6x larger while a document needs only one of its
-    # questions among the candidates).
-    "vec_k_doc": None, "vec_k_hype": None,
+    # questions among the candidates). Chunks: like documents.
+    "vec_k_doc": None, "vec_k_hype": None, "vec_k_chunk": None,
     "min_similarity": None, "drop_stopwords": True,
 }
 FUSIONS = ("rrf", "convex")
 VEC_K_MAX = 4096  # sqlite-vec's cap on k
-VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128}
+VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128, "vec_k_chunk": 256}
+VEC_K_KEYS = tuple(VEC_K_AUTO)
 # Settings for which None is a value (off / automatic), not "use the default".
-NULLABLE = frozenset({"half_life_days", "min_similarity", "vec_k_doc", "vec_k_hype"})
+NULLABLE = frozenset({"half_life_days", "min_similarity", "latest", *VEC_K_KEYS})
 _POSITIVE = ("k_rrf", "boost_skill", "boost_journal", "boost_entry")
-_WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_title", "w_tags", "w_body")
-_COUNTS = ("fm_limit", "fts_limit", "vec_limit")
+_WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_hype", "w_date", "w_title", "w_tags",
+            "w_body")
+_SHARES = ("recency_weight", "latest_ratio")  # numbers in 0..1
+_COUNTS = ("fm_limit", "fts_limit", "vec_limit", "date_limit")
 
 
 def query_terms(query: str) -> list[str]:
@@ -85,13 +95,33 @@ def title_terms(terms: list[str]) -> list[str]:
 def tag_candidates(query: str, terms: list[str]) -> list[str]:
     """Strings that count as an exact tag match: each term, adjacent pairs
     joined by '-' and ' ' (multi-word tags), and the whole query."""
-    out = list(dict.fromkeys(terms))
+    return list(tag_weights(query, terms))
+
+
+def tag_weights(query: str, terms: list[str]) -> dict[str, float]:
+    """Each tag candidate with the share of the query's content words it
+    covers: a tag equal to the whole query weighs 1, a tag matching one of
+    eight content words 1/8 -- so a tag that happens to be a common word of
+    a long question ("running") cannot outvote the text and vectors.
+    Stopwords alone are no tag match."""
+    content = [t for t in dict.fromkeys(terms) if t not in STOPWORDS and len(t) > 1]
+    n = max(1, len(content))
+    out: dict[str, float] = {}
+
+    def put(candidate: str, words: list[str]) -> None:
+        share = min(1.0, sum(1 for w in set(words) if w in content) / n)
+        if share > 0:
+            out[candidate] = max(out.get(candidate, 0.0), share)
+
+    for t in dict.fromkeys(terms):
+        put(t, [t])
     for a, b in zip(terms, terms[1:], strict=False):
-        out += [f"{a}-{b}", f"{a} {b}"]
+        put(f"{a}-{b}", [a, b])
+        put(f"{a} {b}", [a, b])
     whole = " ".join(query.lower().split())
     if whole:
-        out.append(whole)
-    return list(dict.fromkeys(out))
+        out[whole] = 1.0
+    return out
 
 
 def _number(name: str, value: Any) -> float:
@@ -123,8 +153,14 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         out[name] = _number(name, out[name])
         if out[name] < 0:
             raise InvalidQueryError(f"{name} must be >= 0, got {out[name]}")
+    for name in _SHARES:
+        out[name] = _number(name, out[name])
+        if not 0.0 <= out[name] <= 1.0:
+            raise InvalidQueryError(f"{name} must be in 0..1, got {out[name]}")
     for name in _COUNTS:
         out[name] = _count(name, out[name], 1, MAX_LIMIT)
+    if out["latest"] is not None and not isinstance(out["latest"], bool):
+        raise InvalidQueryError("latest must be True, False or None (detect from the query)")
     half_life = out["half_life_days"]
     if half_life is not None:
         half_life = _number("half_life_days", half_life)
@@ -135,7 +171,7 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         out["min_similarity"] = _number("min_similarity", out["min_similarity"])
         if not -1.0 <= out["min_similarity"] <= 1.0:
             raise InvalidQueryError("min_similarity is a cosine similarity in -1..1")
-    for name in ("vec_k_doc", "vec_k_hype"):
+    for name in VEC_K_KEYS:
         if out[name] is not None:
             out[name] = _count(name, out[name], 1, VEC_K_MAX)
     if not isinstance(out["drop_stopwords"], bool):
@@ -187,12 +223,21 @@ def analyse(query: Any, vector: bytes | None, *, topic: Any = None, limit: Any =
         raise InvalidQueryError(f"topic must be a topic name or None, got {topic!r}")
     text = query.replace("\x00", " ")
     terms = query_terms(text)
+    moment = parse_now(now)
+    today = dt.datetime.fromisoformat(moment).date()
+    # Words that only say when ("yesterday", "last week") match documents by
+    # date (the date list), not by text; explicit months and years stay.
+    when = relative_words(text, today)
+    text_terms = [t for t in terms if t not in when] or terms
+    weights = tag_weights(text, text_terms)
+    latest = settings["latest"] if settings["latest"] is not None else wants_latest(text)
     return SearchRequest(
         text=text, terms=tuple(terms),
-        fts_terms=tuple(fts_terms(terms, settings["drop_stopwords"])),
-        title_terms=tuple(title_terms(terms)), tag_terms=tuple(tag_candidates(text, terms)),
-        vector=vector, topic=topic, limit=limit, now=parse_now(now), settings=settings,
-        explain=explain)
+        fts_terms=tuple(fts_terms(text_terms, settings["drop_stopwords"])),
+        title_terms=tuple(title_terms(text_terms)), tag_terms=tuple(weights),
+        vector=vector, topic=topic, limit=limit, now=moment, settings=settings,
+        explain=explain, tag_weights=weights,
+        date_ranges=tuple(date_ranges(text, today)), latest=bool(latest))
 
 
 def vec_k(settings: Mapping[str, Any], key: str, limit: int) -> int:
