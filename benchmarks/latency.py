@@ -99,11 +99,23 @@ def query_vectors(doc_vecs: np.ndarray, hype_vecs: np.ndarray, count: int,
     return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
+def search_sql() -> str:
+    from kbstore.backends.sqlite.search import search_sql as sql
+
+    return sql()
+
+
+def build_params(store: Any, query: str, vector: Any, **settings: Any) -> dict[str, Any]:
+    """The exact parameters store.search() gives the SQLite statement."""
+    from kbstore.backends.sqlite.search import compile_params
+
+    request, _ = store._request(query, None, 10, False, vector, NOW, settings)
+    return compile_params(request, store.embedder.dim)
+
+
 def sql_upto_fusion(select: str) -> str:
     """search.sql's CTEs up to (not including) the fusion, then ``select``:
     runs kbstore's own retriever SQL, one part at a time."""
-    from kbstore.search import search_sql
-
     head = search_sql().split("\nfused AS (")[0].rstrip()
     return head.rstrip(",") + "\n" + select
 
@@ -136,22 +148,20 @@ def measure_recall(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
                    timing_queries: int) -> dict[str, Any]:
     """recall@10 of kbstore's vector retriever (its own CTEs, no fusion) vs
     exact numpy search over document + HyPE vectors, best per document."""
-    from kbstore.search import build_params, search_sql
-
-    paths = dict(store.conn.execute("SELECT id, path FROM documents"))
+    conn = store.backend.conn
+    paths = dict(conn.execute("SELECT id, path FROM documents"))
     vec_sql = sql_upto_fusion("SELECT doc_id FROM vec_ranked ORDER BY rank LIMIT :limit")
     exact = [{d for d, _ in index.vector_search(v, 10)} for v in qvecs]
     out: dict[str, Any] = {}
     for k in RECALL_KS:
         recalls, vec_t, hyb_t = [], [], []
         for i, (q, v) in enumerate(zip(queries, qvecs, strict=True)):
-            params = build_params(q, v, topic=None, limit=10, now=NOW, vec_k_doc=k,
-                                  vec_k_hype=k)
-            t, rows = timed(lambda p=params: store.conn.execute(vec_sql, p).fetchall())
+            params = build_params(store, q, v, vec_k_doc=k, vec_k_hype=k)
+            t, rows = timed(lambda p=params: conn.execute(vec_sql, p).fetchall())
             vec_t.append(t)
             recalls.append(len({paths[r[0]] for r in rows} & exact[i]) / 10)
             if i < timing_queries:
-                hyb_t.append(timed(lambda p=params: store.conn.execute(search_sql(), p)
+                hyb_t.append(timed(lambda p=params: conn.execute(search_sql(), p)
                                    .fetchall())[0])
         out["auto" if k is None else str(k)] = {
             "k_per_partition": (params["vec_k_doc"] if params["vec_k_doc"] == params["vec_k_hype"]
@@ -166,10 +176,9 @@ def profile_search(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
     """Median ms of the search statement with parts switched off, of single
     retriever CTEs, of the Python around it -- and of the baseline's parts."""
     from benchmarks.baselines.seed import TOP_K, rrf_fuse
-    from kbstore.search import build_params, search_sql
-
+    conn = store.backend.conn
     pairs = list(zip(queries, qvecs, strict=True))
-    items = [build_params(q, v, topic=None, limit=10, now=NOW) for q, v in pairs]
+    items = [build_params(store, q, v) for q, v in pairs]
     no_fm = {"tag_terms": "[]", "title_query": None}
     no_vec = {"vec_k_doc": 0, "vec_k_hype": 0}
     no_fts = {"fts_query": None}
@@ -181,7 +190,7 @@ def profile_search(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
     out: dict[str, Any] = {"statement": {}, "parts": {}, "python": {}, "baseline": {}}
     for name, change in variants.items():
         out["statement"][name] = median_ms(
-            lambda p, c=change: store.conn.execute(sql, {**p, **c}).fetchall(), items)
+            lambda p, c=change: conn.execute(sql, {**p, **c}).fetchall(), items)
     parts = {"fts_ranked (FTS OR + bm25, top 100)": "SELECT count(*) FROM fts_ranked",
              "fm_ranked (tags + title FTS)": "SELECT count(*) FROM fm_ranked",
              "vec_doc (bit KNN, doc partition)": "SELECT count(*) FROM vec_doc",
@@ -190,17 +199,17 @@ def profile_search(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
              "vec_ranked (+ best per doc, rank)": "SELECT count(*) FROM vec_ranked"}
     for name, select in parts.items():
         part_sql = sql_upto_fusion(select)
-        out["parts"][name] = median_ms(lambda p, s=part_sql: store.conn.execute(s, p).fetchall(),
+        out["parts"][name] = median_ms(lambda p, s=part_sql: conn.execute(s, p).fetchall(),
                                        items)
-    out["python"]["build_params"] = median_ms(
-        lambda qv: build_params(qv[0], qv[1], topic=None, limit=10, now=NOW), pairs)
+    out["python"]["build_params"] = median_ms(lambda qv: build_params(store, qv[0], qv[1]),
+                                              pairs)
     out["python"]["store.search total"] = median_ms(
         lambda qv: store.search(qv[0], query_vector=qv[1], limit=10, now=NOW), pairs)
     out["python"]["hits (bodies + snippets)"] = max(
         0.0, out["python"]["store.search total"] - out["statement"]["full statement"]
         - out["python"]["build_params"])
     out["explain_query_plan"] = [
-        r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql, items[0])]
+        r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, items[0])]
     base = out["baseline"]
     base["vector_search (numpy + scatter-max)"] = median_ms(
         lambda qv: index.vector_search(qv[1], TOP_K), pairs)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .model import embedding_text
+from .model import embedding_text, fingerprint_id, same_model
 from .vectors import normalize
 
 __all__ = ["Embedder", "FakeEmbedder", "embedding_text", "fingerprint_id", "normalize",
@@ -38,16 +38,6 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def fingerprint_id(fingerprint: dict[str, Any]) -> str:
-    """A short stable id for a fingerprint, recorded with each derived row."""
-    keys = ("name", "model", "dim", "document_prefix", "query_prefix")
-    return ":".join(str(fingerprint.get(k, "")) for k in keys)
-
-
-def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return fingerprint_id(a) == fingerprint_id(b)
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)

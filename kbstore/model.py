@@ -26,6 +26,16 @@ def embedding_text(title: str, tags: Sequence[str], body: str) -> str:
     return f"{title}. Tags: {', '.join(tags)}. {body}"
 
 
+def fingerprint_id(fingerprint: dict[str, Any]) -> str:
+    """A short stable id for a fingerprint, recorded with each derived row."""
+    keys = ("name", "model", "dim", "document_prefix", "query_prefix")
+    return ":".join(str(fingerprint.get(k, "")) for k in keys)
+
+
+def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return fingerprint_id(a) == fingerprint_id(b)
+
+
 def text_hash(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 

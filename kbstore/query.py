@@ -171,9 +171,9 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         out["min_similarity"] = _number("min_similarity", out["min_similarity"])
         if not -1.0 <= out["min_similarity"] <= 1.0:
             raise InvalidQueryError("min_similarity is a cosine similarity in -1..1")
-    for name in VEC_K_KEYS:
+    for name in VEC_K_KEYS:  # 0: that kind of vector is not searched
         if out[name] is not None:
-            out[name] = _count(name, out[name], 1, VEC_K_MAX)
+            out[name] = _count(name, out[name], 0, VEC_K_MAX)
     if not isinstance(out["drop_stopwords"], bool):
         raise InvalidQueryError("drop_stopwords must be True or False")
     return out
@@ -241,9 +241,9 @@ def analyse(query: Any, vector: bytes | None, *, topic: Any = None, limit: Any =
 
 
 def vec_k(settings: Mapping[str, Any], key: str, limit: int) -> int:
-    """KNN candidates for one vector kind (auto: max(default, 4 x limit))."""
+    """KNN candidates for one vector kind (auto: max(default, 4 x limit); 0: none)."""
     wanted = settings[key] if settings[key] is not None else max(VEC_K_AUTO[key], 4 * limit)
-    return max(1, min(int(wanted), VEC_K_MAX))
+    return max(0, min(int(wanted), VEC_K_MAX))
 
 
 def make_snippet(body: str, terms: tuple[str, ...] | list[str], width: int = 200) -> str:

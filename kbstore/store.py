@@ -186,9 +186,7 @@ class KnowledgeStore:
         writer = self.writer()
         if batch_size:
             writer.batch_size = batch_size
-        outcome = writer.upsert(docs, progress, provided=provided)
-        self.backend.checkpoint()
-        return outcome
+        return writer.upsert(docs, progress, provided=provided)
 
     def delete(self, path: str) -> bool:
         """Remove a document and everything derived from it."""
@@ -243,6 +241,7 @@ class KnowledgeStore:
 
         outcome.add(self.write(documents(), batch_size=batch_size, progress=progress,
                                provided=provided))
+        self.backend.checkpoint()  # a bulk write: fold the WAL back (and truncate it)
         stored = self.paths()
         gone = [p for p in stored if p not in seen]
         if not gone:
@@ -262,6 +261,7 @@ class KnowledgeStore:
         if before_delete is not None:
             before_delete(gone)
         report.deleted += self.delete_many(gone)
+        self.backend.checkpoint()
         return outcome
 
     def reembed(self, embedder: Embedder | str, *, batch_size: int | None = None,

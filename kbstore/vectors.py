@@ -29,7 +29,8 @@ def usable(vector: Any, dim: int) -> bool:
     import numpy as np
 
     try:
-        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e39 becomes inf: refused below
+            vec = np.asarray(vector, dtype=np.float32).reshape(-1)
     except (TypeError, ValueError):
         return False
     return vec.shape == (dim,) and bool(np.all(np.isfinite(vec))) and bool(np.any(vec))

@@ -232,7 +232,7 @@ class Writer:
 
         dv = made.get(DOC_VECTOR)
         if dv is None or dv.content_hash != vhash or dv.model != self.fp:
-            change.vector_hash, change.vector_model = vhash, self.fp
+            change.vector_hash = vhash
             if provided is not None and usable(provided.vector, self.embedder.dim):
                 change.doc_vector, work.reused_vector = unit(provided.vector), True
             else:

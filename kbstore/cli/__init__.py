@@ -1,120 +1,20 @@
-"""The ``kbstore`` command line. Each concern registers its commands from
-its own module; errors are one line on stderr and exit 1."""
+"""The ``kbstore`` command line. Each concern registers its commands on the
+group in :mod:`kbstore.cli.common` from its own module; errors are one line
+on stderr and exit 1."""
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
 
-import click
+from .common import cli
 
-from ..errors import KBStoreError
-from ..settings import DB_ENV
-
-
-def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--db", "db_path", envvar=DB_ENV, required=True,
-                        help=f"Database file, or a postgresql:// URL (env {DB_ENV}).")(fn)
-
-
-def open_store(db_path: str, *, read_only: bool = False, create: bool = False,
-               embedder: str | None = None, hype: bool | None = False,
-               hype_model: str | None = None, **options: Any) -> Any:
-    """The store for a command. Read commands open read-only (nothing is
-    created or modified); only commands that make a knowledge base create one."""
-    from ..store import KnowledgeStore
-
-    return KnowledgeStore.open(db_path, embedder, read_only=read_only, create=create,
-                               hype=hype, hype_model=hype_model, **options)
-
-
-def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(fn)
-
-
-def _database_errors() -> tuple[type[BaseException], ...]:
-    """DB-API errors of the backends ('file is not a database', locked ...)."""
-    from ..backends.sqlite.connection import database_errors
-
-    errors = list(database_errors())
-    psycopg = sys.modules.get("psycopg")  # only if a postgresql:// store was opened
-    if psycopg is not None:
-        errors.append(psycopg.Error)
-    return tuple(errors)
-
-
-def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn kbstore's own errors, database errors and bad arguments into
-    one-line exits (status 1)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except BrokenPipeError:
-            raise
-        except Exception as exc:
-            # Database error classes are looked up only on failure (psycopg is
-            # slow to import and most commands never need it).
-            if not isinstance(exc, (KBStoreError, ValueError, OSError, *_database_errors())):
-                raise
-            from ..redact import redact
-
-            text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise click.ClickException(redact(text)) from exc
-
-    return wrapper
-
-
-def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, sort_keys=True, default=str))
-
-
-def progress_bar(total: int, label: str) -> Any:
-    """A tqdm bar on stderr (hidden when stderr is not a terminal)."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=label, unit="doc", file=sys.stderr,
-                disable=None, leave=False)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kbstore")
-@click.option("-v", "--verbose", is_flag=True, help="Log what kbstore does (to stderr).")
-def cli(verbose: bool) -> None:
-    """kbstore: an agent's knowledge base in ONE SQLite file.
-
-    Markdown entries, skills and journal notes with an FTS5 index, sqlite-vec
-    vectors (documents + HyPE questions) and hybrid search in one SQL statement.
-    """
-    import logging
-
-    from ..redact import install_log_filter
-
-    # Commands print their own reports; the library's warnings repeat them,
-    # so they show only with --verbose. Errors always show (redacted).
-    logger = logging.getLogger("kbstore")
-    if not any(getattr(h, "_kbstore_cli", False) for h in logger.handlers):
-        handler = logging.StreamHandler()  # stderr, looked up when a record is emitted
-        handler.setFormatter(logging.Formatter("kbstore: %(message)s"))
-        handler._kbstore_cli = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO if verbose else logging.ERROR)
-    install_log_filter()
+__all__ = ["cli", "main"]
 
 
 def _register() -> None:
-    from . import admin, content  # noqa: F401  (commands register on import)
-    for optional in ("hype_cmd", "exchange", "doctor"):
-        try:
-            __import__(f"{__name__}.{optional}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{optional}":
-                raise
+    """Import the command modules (each registers its commands on import)."""
+    from . import admin, content, doctor, exchange, hype_cmd  # noqa: F401
 
 
 def main() -> None:

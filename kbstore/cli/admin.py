@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..embedders import EMBEDDER_NAMES
-from . import cli, db_option, echo_json, friendly_errors, json_option, open_store
+from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
 
 
 @cli.command()

@@ -7,7 +7,15 @@ from typing import Any
 import click
 
 from ..embedders import EMBEDDER_NAMES
-from . import cli, db_option, echo_json, friendly_errors, json_option, open_store, progress_bar
+from .common import (
+    cli,
+    db_option,
+    echo_json,
+    friendly_errors,
+    json_option,
+    open_store,
+    progress_bar,
+)
 
 SHOWN = 10  # paths listed before "... and N more"
 

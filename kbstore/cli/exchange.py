@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..embedders import EMBEDDER_NAMES
-from . import cli, db_option, echo_json, friendly_errors, json_option, open_store
+from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
 
 _hype_option = click.option(
     "--hype/--no-hype", default=None,
@@ -41,7 +41,7 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     mismatched entries are reported and the workspace is then reconciled
     as `kbstore import` would (embedding only what is left).
     """
-    from ..exchange import import_npz
+    from ..exchange_npz import import_npz
 
     # Check inputs before opening: opening creates the database.
     if not Path(npz).is_file():

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from . import cli, db_option, echo_json, friendly_errors, json_option, open_store, progress_bar
+from .common import (
+    cli,
+    db_option,
+    echo_json,
+    friendly_errors,
+    json_option,
+    open_store,
+    progress_bar,
+)
 
 
 @cli.command()

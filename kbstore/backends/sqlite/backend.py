@@ -32,6 +32,7 @@ from ...model import (
     Hit,
     SearchRequest,
     Stored,
+    fingerprint_id,
 )
 from ...redact import redact
 from ...settings import Settings
@@ -39,7 +40,7 @@ from . import doctor as _doctor
 from . import migrations as _migrations
 from . import search as _search
 from . import vectors as _vectors
-from .connection import Connection, connect, snapshot, transaction
+from .connection import Connection, connect, enable_writes, snapshot, transaction
 
 _DOC_COLUMNS = "id, path, title, body, tags, topic, doc_type, created, updated, extra"
 _ERROR_CHARS = 500
@@ -73,6 +74,7 @@ class SQLiteBackend:
             current = _migrations.state(conn)
             _migrations.refuse_if_newer(conn, current)
             if mode != "read":
+                enable_writes(conn, settings)
                 _migrations.migrate(conn, str(path))
             elif not current.applied:
                 raise NotAKnowledgeBaseError(f"{path} is empty, not a kbstore database yet; "
@@ -100,9 +102,7 @@ class SQLiteBackend:
             conn.close()
 
     def close(self) -> None:
-        if not self.read_only:
-            self.checkpoint()
-        self.conn.close()
+        self.conn.close()  # the last connection to close checkpoints and removes the WAL
 
     def _writable(self) -> None:
         if self.read_only:
@@ -314,15 +314,13 @@ class SQLiteBackend:
                     _vectors.stage_clear_document(self.conn, doc_id)
         return out
 
-    def _check_fingerprint(self, fingerprint_id: str | None) -> None:
-        from ...embed import fingerprint_id as fp_id
-
+    def _check_fingerprint(self, writer: str | None) -> None:
         stored = self.fingerprint()
-        if stored is None or fp_id(stored) != fingerprint_id:
+        now = fingerprint_id(stored) if stored else "no embedder"
+        if now != writer:
             raise EmbedderChangedError(
-                f"{self.location} is now embedded with "
-                f"{fp_id(stored) if stored else 'no embedder'}, not {fingerprint_id} (another "
-                "process re-embedded it); nothing was written. Reopen the store.")
+                f"{self.location} is now embedded with {now}, not {writer} (another process "
+                "re-embedded it); nothing was written. Reopen the store.")
 
     def _apply_one(self, change: Change, now: Stored | None, out: Applied) -> int | None:
         """Returns the document key written (None when nothing was)."""

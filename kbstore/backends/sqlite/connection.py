@@ -176,10 +176,6 @@ def connect(path: str | os.PathLike[str], *, mode: str = "create",
         if load_extension:
             load_vec(conn)
         conn.execute(f"PRAGMA busy_timeout = {int(settings.busy_timeout_ms)}")
-        if mode != "read":
-            retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone())
-            conn.execute(f"PRAGMA journal_size_limit = {int(settings.journal_size_limit)}")
-            conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         _ensure_math(conn)
     except module.DatabaseError as exc:
@@ -189,6 +185,16 @@ def connect(path: str | os.PathLike[str], *, mode: str = "create",
         conn.close()
         raise
     return conn
+
+
+def enable_writes(conn: Connection, settings: Settings | None = None) -> None:
+    """Set a writable connection up for several processes sharing the file:
+    WAL, a bounded WAL file, synchronous=NORMAL. Called only once the file is
+    known to be a kbstore database (a foreign file is never converted)."""
+    settings = settings or Settings.from_env()
+    retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone())
+    conn.execute(f"PRAGMA journal_size_limit = {int(settings.journal_size_limit)}")
+    conn.execute("PRAGMA synchronous = NORMAL")
 
 
 def _friendly(exc: Exception, path: Path) -> Exception:

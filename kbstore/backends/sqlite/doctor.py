@@ -13,7 +13,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from ... import migrations as _files  # type: ignore[attr-defined]
+from ...migrations import steps  # package-dir mapped
 from ...model import (
     CHUNK_VECTORS,
     DOC_VECTOR,
@@ -22,6 +22,7 @@ from ...model import (
     PENDING,
     Check,
     Document,
+    fingerprint_id,
 )
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
@@ -40,7 +41,7 @@ def expected_schema() -> dict[str, tuple[str, str]]:
     """name -> (type, sql) of every object the migrations create."""
     conn = binding().connect(":memory:", isolation_level=None)
     try:
-        for _, path in _files.steps("sqlite"):
+        for _, path in steps("sqlite"):
             conn.executescript(path.read_text(encoding="utf-8"))
         return {name: (kind, sql) for kind, name, sql in conn.execute(
             "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
@@ -95,8 +96,6 @@ def _fts_integrity(conn: Connection, writable: bool) -> Check:
 
 
 def _meta_checks(conn: Connection, fp: str | None) -> tuple[list[Check], bool]:
-    from ...embed import fingerprint_id
-
     checks = []
     fusion = _meta(conn, "fusion")
     checks.append(Check("meta_fusion", 0 if isinstance(fusion, dict) else 1,
@@ -265,14 +264,14 @@ def _guarded(name: str, check: Any, *args: Any) -> Check:
         return Check(name, 1, f"check failed: {exc}", fixable=False)
 
 
-def diagnose(conn: Connection, fingerprint_id: str | None, *, writable: bool) -> list[Check]:
+def diagnose(conn: Connection, fp: str | None, *, writable: bool) -> list[Check]:
     checks = [_guarded("integrity", _integrity, conn), _guarded("schema", _schema_check, conn),
               _guarded("fts_integrity", _fts_integrity, conn, writable)]
-    setup, vectors_ok = _meta_checks(conn, fingerprint_id)
+    setup, vectors_ok = _meta_checks(conn, fp)
     checks += setup
     try:
         with snapshot(conn):  # one snapshot for the cross-table comparisons
-            checks += _row_checks(conn, fingerprint_id, vectors_ok)
+            checks += _row_checks(conn, fp, vectors_ok)
     except Exception as exc:  # a damaged file can fail any query
         checks.append(Check("tables", 1, f"could not compare the tables: {exc}",
                             fixable=False))
@@ -322,8 +321,7 @@ def _recreate_schema(conn: Connection) -> list[str]:
     expected = expected_schema()
     order = {"table": 0, "index": 1, "trigger": 2}
     for name, (kind, sql) in sorted(expected.items(), key=lambda i: order.get(i[1][0], 3)):
-        if name.startswith(tuple(f"{t}_" for t in fts_tables())) and name not in (
-                "documents_fts", "titles_fts"):
+        if kind == "table" and name.startswith(tuple(f"{t}_" for t in fts_tables())):
             continue  # FTS5 shadow tables come with their virtual table
         if actual.get(name) == _squash(sql):
             continue

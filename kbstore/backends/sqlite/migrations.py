@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ... import migrations as _files  # type: ignore[attr-defined]  # package-dir mapped
 from ...errors import NotAKnowledgeBaseError, SchemaTooNewError
+from ...migrations import MIGRATION_SET, schema_version, steps  # package-dir mapped
 from .connection import Connection, retry_busy, transaction
 
 BACKEND = "sqlite"
 TABLE = "_sqlite_migrations"
-SCHEMA_VERSION = _files.schema_version(BACKEND)
+SCHEMA_VERSION = schema_version(BACKEND)
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,13 @@ def _applied(conn: Connection) -> list[str]:
         return []
     return [r[0] for r in conn.execute(
         f"SELECT name FROM {TABLE} WHERE migration_set = ? ORDER BY rowid",
-        (_files.MIGRATION_SET,))]
+        (MIGRATION_SET,))]
 
 
 def state(conn: Connection) -> SchemaState:
     """Read-only view of what is applied and pending."""
     applied = _applied(conn)
-    known = [name for name, _ in _files.steps(BACKEND)]
+    known = [name for name, _ in steps(BACKEND)]
     return SchemaState(version=len([n for n in applied if n in known]), applied=applied,
                        pending=[n for n in known if n not in applied],
                        unknown=[n for n in applied if n not in known])
@@ -75,8 +75,8 @@ def refuse_if_newer(conn: Connection, current: SchemaState) -> None:
 def _migration_set() -> Any:
     from sqlite_utils.migrations import Migrations
 
-    migrations = Migrations(_files.MIGRATION_SET)
-    for version, (name, path) in enumerate(_files.steps(BACKEND), start=1):
+    migrations = Migrations(MIGRATION_SET)
+    for version, (name, path) in enumerate(steps(BACKEND), start=1):
 
         def run(db: Any, path: Any = path, version: int = version) -> None:
             db.executescript(path.read_text(encoding="utf-8"))

@@ -1,0 +1,142 @@
+"""Damage done to the SQLite file by hand (the sqlite3 shell, other tools)
+is seen by `kbstore doctor` and repaired by `--fix`, and never traps the
+commands that follow."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbstore import FakeEmbedder, KnowledgeStore
+from kbstore.cli import _register, cli
+from kbstore.doctor import diagnose, fix
+
+_register()
+
+
+def run(*args: object):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def db(tmp_path: Path, fake_llm) -> Path:
+    path = tmp_path / "kb.sqlite"
+    with KnowledgeStore.open(path, FakeEmbedder(64), hype=True) as store:
+        for i in range(6):
+            store.upsert(f"projects/n{i}.md", title=f"note {i}", body=f"deploy rollback {i}",
+                         tags=["ops", f"t{i}"])
+    return path
+
+
+def shell(db: Path, *statements: str) -> None:
+    """Like the sqlite3 shell: no extension, foreign keys off."""
+    conn = sqlite3.connect(db)
+    for sql in statements:
+        conn.execute(sql)
+    conn.commit()
+    conn.close()
+
+
+def problems(db: Path) -> set[str]:
+    with KnowledgeStore.open(db, read_only=True) as store:
+        return {c.name for c in diagnose(store).problems}
+
+
+def fixed(db: Path) -> set[str]:
+    with KnowledgeStore.open(db, hype=False) as store:
+        report = fix(store)
+        assert report.ok, [c.to_dict() for c in report.problems]
+        return {c.name for c in report.checks}
+
+
+def works(db: Path) -> None:
+    """Search finds every document through each retriever; writes work."""
+    with KnowledgeStore.open(db, hype=False) as store:
+        hit = store.search("rollback 3", explain=True)[0]
+        assert hit.path == "projects/n3.md"
+        assert hit.explain["ranks"]["fts"] is not None and hit.explain["ranks"]["vector"]
+        assert store.search("t4", explain=True)[0].explain["ranks"]["frontmatter"] == 1
+        store.upsert("projects/new.md", title="new", body="after the repair")
+        assert store.search("after the repair")[0].path == "projects/new.md"
+
+
+@pytest.mark.parametrize("damage, check", [
+    ("DROP TABLE documents_fts", "schema"),
+    ("DROP TABLE titles_fts", "schema"),
+    ("DROP TRIGGER documents_fts_ai", "schema"),
+    ("DROP TRIGGER documents_tags_ai", "schema"),
+    ("DROP INDEX documents_topic", "schema"),
+    ("DELETE FROM document_tags", "tag_rows"),
+    ("DELETE FROM vector_data WHERE vector_id % 32 <> 0", "questions_missing_vectors"),
+    ("DELETE FROM vector_data WHERE vector_id % 32 = 0", "documents_missing_vectors"),
+    ("UPDATE vector_data SET embedding = zeroblob(256) WHERE vector_id = 32",
+     "invalid_vectors"),
+    ("UPDATE meta SET value = '\"not an object\"' WHERE key = 'fusion'", "meta_fusion"),
+])
+def test_doctor_sees_the_damage_and_fix_repairs_it(db: Path, damage: str, check: str) -> None:
+    shell(db, damage)
+    assert check in problems(db)
+    assert run("doctor", "--db", db).exit_code == 1
+    fixed(db)
+    assert problems(db) == set()
+    works(db)
+
+
+def test_a_vec0_table_removed_with_writable_schema_is_rebuilt(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("DELETE FROM sqlite_master WHERE name = 'vectors'")
+    conn.commit()
+    conn.close()
+    assert "vector_table" in problems(db)
+    fixed(db)
+    works(db)
+    with KnowledgeStore.open(db, read_only=True) as store:
+        assert store.status()["vectors"] == store.status()["doc_vectors"] + \
+            store.status()["hype_questions"]
+
+
+def test_deleting_the_newest_document_in_the_shell_does_not_block_the_next_insert(
+        db: Path) -> None:
+    shell(db, "DELETE FROM documents WHERE id = (SELECT max(id) FROM documents)")
+    with KnowledgeStore.open(db, hype=False) as store:
+        store.upsert("projects/after.md", title="after", body="inserted after a shell delete")
+        assert store.search("inserted after a shell delete")[0].path == "projects/after.md"
+    assert "orphan_vectors" in problems(db)  # the vec0 rows the shell could not reach
+    fixed(db)
+    works(db)
+
+
+def test_a_malformed_fusion_default_breaks_no_command(db: Path) -> None:
+    shell(db, "UPDATE meta SET value = '[1, 2]' WHERE key = 'fusion'")
+    assert run("search", "--db", db, "rollback").exit_code == 0
+    assert run("status", "--db", db).exit_code == 0
+    assert run("doctor", "--db", db, "--fix").exit_code == 0
+    conn = sqlite3.connect(db)
+    stored = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'fusion'").fetchone()[0])
+    conn.close()
+    assert isinstance(stored, dict) and "k_rrf" in stored
+
+
+def test_an_interrupted_reembed_is_noted_and_resumed(db: Path) -> None:
+    class Dies(FakeEmbedder):
+        def embed_documents(self, texts):
+            if self.calls > 1:
+                raise KeyboardInterrupt  # the user pressed Ctrl-C mid-way
+            return super().embed_documents(texts)
+
+    with KnowledgeStore.open(db, hype=False) as store, pytest.raises(KeyboardInterrupt):
+        store.reembed(Dies(32), batch_size=2)
+    with KnowledgeStore.open(db, read_only=True) as store:
+        assert store.status()["embedder"]["dim"] == 64 and store.status()["rebuild_in_progress"]
+        notes = {c.name: c for c in diagnose(store).checks}
+        assert notes["rebuild_in_progress"].count == 1 and diagnose(store).ok
+    assert run("reembed", "--db", db, "--embedder", "fake", "--dim", "32").exit_code == 0
+    with KnowledgeStore.open(db, read_only=True) as store:
+        assert store.status()["embedder"]["dim"] == 32
+        assert not store.status()["rebuild_in_progress"]
+    works(db)
