@@ -236,7 +236,7 @@ class Collection:
         self.embedder = CachingEmbedder(inner, self.cache)
         # A schema change (migrations) gets a fresh file; vectors stay cached.
         schema = hashlib.sha256(b"".join(
-            p.read_bytes() for p in sorted((REPO / "migrations").glob("*.sql")))).hexdigest()[:8]
+            p.read_bytes() for p in sorted((REPO / "migrations").glob("**/*.sql")))).hexdigest()[:8]
         suffix = "-hypeq" if hype_questions else "-hype" if hype else ""
         self.db_path = cache_dir / f"{name}-{self.key}-{schema}{suffix}.sqlite"
         self.hype = hype or hype_questions

@@ -25,13 +25,19 @@ if TYPE_CHECKING:  # numpy is imported lazily: searching needs no numpy at all
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What kbstore needs from an embedding model. ``max_tokens``: the
-    model's input window; longer documents also get chunk vectors
-    (kbstore.chunks), so a fact past the window is still embedded."""
+    """What kbstore needs from an embedding model.
+
+    Two optional attributes (read with getattr, so embedders written before
+    them keep working): ``max_tokens``, the model's input window -- longer
+    documents also get chunk vectors (kbstore.chunks), so a fact past the
+    window is still embedded; absent: no chunks. ``min_similarity``, the
+    confidence floor a new database stores for this model (search's default
+    ``min_similarity``); absent or None: no floor. The shipped embedders
+    declare both.
+    """
 
     name: str
     dim: int
-    max_tokens: int
 
     def fingerprint(self) -> dict[str, Any]: ...
 
@@ -55,9 +61,11 @@ class FakeEmbedder:
 
     name = "fake"
 
-    def __init__(self, dim: int = 64, max_tokens: int = 128) -> None:
+    def __init__(self, dim: int = 64, max_tokens: int = 128,
+                 min_similarity: float | None = None) -> None:
         self.dim = dim
         self.max_tokens = max_tokens
+        self.min_similarity = min_similarity  # no floor unless a test asks for one
         self.calls = 0
 
     def fingerprint(self) -> dict[str, Any]:

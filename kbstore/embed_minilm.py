@@ -23,6 +23,7 @@ from .errors import EmbedderUnavailableError
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 MAX_TOKENS = 256
+MIN_SIMILARITY = 0.25
 BATCH = 32
 
 
@@ -41,6 +42,9 @@ class MiniLMEmbedder:
     name = "minilm"
     dim = 384
     max_tokens = MAX_TOKENS
+    # Confidence floor (default min_similarity of a new database): measured on
+    # out-of-KB questions, see benchmarks/results/agent_memory_picobot_kb.md.
+    min_similarity = MIN_SIMILARITY
 
     def __init__(self) -> None:
         self._session: Any = None

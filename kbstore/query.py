@@ -65,6 +65,13 @@ DEFAULTS: dict[str, Any] = {
     "vec_k_doc": None, "vec_k_hype": None, "vec_k_chunk": None,
     "min_similarity": None, "drop_stopwords": True,
 }
+# Values the first release stored in every database's 'fusion' defaults for
+# settings whose meaning or default has changed since (recency became a
+# bounded factor; type boosts were re-measured; the confidence floor is on
+# by default). A stored value equal to one of these was never chosen by
+# anyone, so today's default applies to that database too.
+LEGACY_DEFAULTS: dict[str, Any] = {"boost_skill": 1.2, "boost_journal": 0.8,
+                                   "half_life_days": 30.0, "min_similarity": None}
 FUSIONS = ("rrf", "convex")
 VEC_K_MAX = 4096  # sqlite-vec's cap on k
 VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128, "vec_k_chunk": 256}
@@ -176,6 +183,32 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
             out[name] = _count(name, out[name], 0, VEC_K_MAX)
     if not isinstance(out["drop_stopwords"], bool):
         raise InvalidQueryError("drop_stopwords must be True or False")
+    return out
+
+
+def embedder_defaults(embedder: Any) -> dict[str, Any]:
+    """Defaults that depend on the embedder: its confidence floor (cosine
+    similarities of unrelated texts differ by model; see each embedder's
+    ``min_similarity``)."""
+    return {"min_similarity": getattr(embedder, "min_similarity", None)}
+
+
+def new_database_defaults(embedder: Any) -> dict[str, Any]:
+    """What a new database stores as its fusion defaults (meta 'fusion')."""
+    return {**DEFAULTS, **embedder_defaults(embedder)}
+
+
+def stored_defaults(stored: Mapping[str, Any] | None, embedder: Any) -> dict[str, Any]:
+    """A database's defaults: the embedder's, then what the file stores
+    (except untouched values of settings that changed since, see
+    LEGACY_DEFAULTS). Unknown keys are ignored."""
+    out = embedder_defaults(embedder) if embedder is not None else {}
+    for key, value in (stored or {}).items():
+        if key not in DEFAULTS:
+            continue
+        if key in LEGACY_DEFAULTS and value == LEGACY_DEFAULTS[key]:
+            continue
+        out[key] = value
     return out
 
 

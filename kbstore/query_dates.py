@@ -138,10 +138,10 @@ def _relative(phrase: str, today: dt.date) -> Range | None:
         return _span(today.replace(month=1, day=1), today)
     if words[0] == "past":  # a rolling window
         return _span(today - dt.timedelta(days=_UNITS.get(unit, 7)), today)
-    # last / previous: the calendar period before this one. "last week" is also
-    # said of the past ~10 days, so the range runs up to today.
+    # last / previous: the calendar period before this one (a week with a day
+    # of slack each side: notes are often written up a day late).
     if unit == "week":
-        return _span(monday - dt.timedelta(days=7), today)
+        return _span(monday - dt.timedelta(days=8), monday)
     if unit == "weekend":
         saturday = monday - dt.timedelta(days=2)
         return _span(saturday, saturday + dt.timedelta(days=1))

@@ -160,8 +160,12 @@ class SQLiteBackend:
             if stored is not None and not (replace_if_empty and empty and stored != fingerprint):
                 return stored
             self._set_meta("embedder", fingerprint)
-            if self.get_meta("fusion") is None:
+            fusion = self.get_meta("fusion")
+            if not isinstance(fusion, dict):
                 self._set_meta("fusion", defaults)
+            elif stored is not None and "min_similarity" in defaults:
+                # another embedder on an empty file: its own confidence floor
+                self._set_meta("fusion", {**fusion, "min_similarity": defaults["min_similarity"]})
             _vectors.create_table(self.conn, dim)
             self._forget_vectors()
             _vectors.stage_drop(self.conn)

@@ -25,9 +25,10 @@
 --            age from `updated` at :now; never below 1 - :recency_weight
 --            (:half_life_days NULL: off, factor 1)
 -- score = relevance * boost * recency, except for a "latest" question
--- (:latest = 1: "last time", "most recent", ...): the hits scoring at least
--- :latest_ratio x the best score come first, newest first (by updated, else
--- created); their score is best * (2 - (latest_rank - 1) / n_latest).
+-- (:latest = 1: "last time", "most recent", ...): the dated hits whose
+-- relevance * boost is at least :latest_ratio x the best come first, newest
+-- first (by updated, else created); their score is
+-- best * (2 - (latest_rank - 1) / n_latest).
 -- :min_similarity (a confidence floor) drops every hit whose best vector --
 -- document, chunk or question -- is less similar to the query than that
 -- (no query vector: no floor).
@@ -237,17 +238,19 @@ scored AS (
     LEFT JOIN floor_similarity AS s ON s.doc_id = f.doc_id
 ),
 kept AS (
-    SELECT *,
-           (CASE :fusion WHEN 'convex' THEN convex
-                         ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_date END)
-               * boost * recency AS relevance
-    FROM scored
+    SELECT *, evidence * recency AS relevance
+    FROM (SELECT *, (CASE :fusion WHEN 'convex' THEN convex
+                                  ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_date END)
+                        * boost AS evidence
+          FROM scored)
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
 ),
 latest AS (
-    SELECT *, CASE WHEN :latest AND relevance > 0
-                        AND relevance >= :latest_ratio * max(relevance) OVER () THEN 1
-                   ELSE 0 END AS in_latest,
+    -- eligible: dated, and close to the best evidence (recency left out:
+    -- being new must not make an entry relevant)
+    SELECT *, CASE WHEN :latest AND evidence > 0 AND coalesce(updated, created) IS NOT NULL
+                        AND evidence >= :latest_ratio * max(evidence) OVER ()
+                   THEN 1 ELSE 0 END AS in_latest,
            max(relevance) OVER () AS best
     FROM kept
 ),
