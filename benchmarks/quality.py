@@ -410,7 +410,7 @@ def vector_recall(col: Collection, settings: dict[str, Any], k: int = 10) -> flo
 
 # A list "alone": every other list weighs 0 (these collections have no
 # tags, no dates and one document type, so boosts and recency never apply).
-LISTS = ("w_fm", "w_fts", "w_vec", "w_hype", "w_date")
+LISTS = ("w_fm", "w_fts", "w_vec", "w_hype", "w_hype_fts", "w_date")
 
 
 def alone(weight: str) -> dict[str, Any]:
@@ -438,8 +438,11 @@ BASE_METHODS: dict[str, dict[str, Any]] = {
     "convex 0.5": {"fusion": "convex", "w_fm": 0, "w_fts": 0.5, "w_vec": 0.5},
 }
 HYPE_METHODS: dict[str, dict[str, Any]] = {
-    "HyPE list alone (question vectors)": HYPE_ONLY,
-    "hybrid default, HyPE off (w_hype=0)": {"w_hype": 0.0},
+    "HyPE question vectors alone (hype list)": HYPE_ONLY,
+    "HyPE question text alone (hype_fts list)": alone("w_hype_fts"),
+    "hybrid default, HyPE lists off (w_hype=0, w_hype_fts=0)": {"w_hype": 0.0, "w_hype_fts": 0.0},
+    "hybrid default, question vectors only (w_hype_fts=0)": {"w_hype_fts": 0.0},
+    "hybrid default, best question instead of top-3 mean (hype_top=1)": {"hype_top": 1},
     "hybrid default (shipped DEFAULTS), HyPE on": {},
 }
 

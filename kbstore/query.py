@@ -46,7 +46,10 @@ where which while who whom why will with would you your yours yourself yourselve
 # tag match, curated metadata, keeps the frontmatter weight w_fm (1.0).
 DEFAULTS: dict[str, Any] = {
     "fusion": "rrf", "k_rrf": 20.0, "w_fm": 1.0, "w_fm_title": 0.25, "w_fts": 1.0,
-    "w_vec": 1.0, "w_hype": 1.0, "w_date": 1.0,
+    "w_vec": 1.0, "w_hype": 1.0, "w_hype_fts": 1.5, "w_date": 1.0,
+    # HyPE: a document's question-vector score is the mean of its hype_top best
+    # questions (chosen on Cranfield, see benchmarks/results/quality.md).
+    "hype_top": 3,
     "w_title": 2.0, "w_tags": 1.5, "w_body": 1.0,
     "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0,
     # Recency (journal entries): a bounded factor 1 - recency_weight * (1 -
@@ -79,10 +82,11 @@ VEC_K_KEYS = tuple(VEC_K_AUTO)
 # Settings for which None is a value (off / automatic), not "use the default".
 NULLABLE = frozenset({"half_life_days", "min_similarity", "latest", *VEC_K_KEYS})
 _POSITIVE = ("k_rrf", "boost_skill", "boost_journal", "boost_entry")
-_WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_hype", "w_date", "w_title", "w_tags",
-            "w_body")
+_WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_hype", "w_hype_fts", "w_date",
+            "w_title", "w_tags", "w_body")
 _SHARES = ("recency_weight", "latest_ratio")  # numbers in 0..1
 _COUNTS = ("fm_limit", "fts_limit", "vec_limit", "date_limit")
+_SMALL_COUNTS = {"hype_top": 31}  # at most the questions a document can have
 
 
 def query_terms(query: str) -> list[str]:
@@ -166,6 +170,8 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidQueryError(f"{name} must be in 0..1, got {out[name]}")
     for name in _COUNTS:
         out[name] = _count(name, out[name], 1, MAX_LIMIT)
+    for name, high in _SMALL_COUNTS.items():
+        out[name] = _count(name, out[name], 1, high)
     if out["latest"] is not None and not isinstance(out["latest"], bool):
         raise InvalidQueryError("latest must be True, False or None (detect from the query)")
     half_life = out["half_life_days"]

@@ -138,10 +138,11 @@ def _relative(phrase: str, today: dt.date) -> Range | None:
         return _span(today.replace(month=1, day=1), today)
     if words[0] == "past":  # a rolling window
         return _span(today - dt.timedelta(days=_UNITS.get(unit, 7)), today)
-    # last / previous: the calendar period before this one (a week with a day
-    # of slack each side: notes are often written up a day late).
+    # last / previous: the calendar period before this one. "Last week" is
+    # said of both the calendar week before this one and the past seven days:
+    # the range covers both (the date list is one vote in the fusion).
     if unit == "week":
-        return _span(monday - dt.timedelta(days=8), monday)
+        return _span(min(monday - dt.timedelta(days=8), today - dt.timedelta(days=7)), today)
     if unit == "weekend":
         saturday = monday - dt.timedelta(days=2)
         return _span(saturday, saturday + dt.timedelta(days=1))
@@ -152,16 +153,15 @@ def _relative(phrase: str, today: dt.date) -> Range | None:
 
 
 def _ago(n: int, unit: str, today: dt.date) -> Range:
+    """"N units ago" is approximate: the day N units back, give or take a
+    third of a unit (a day for days, two days for weeks, ten for months);
+    years: that calendar year."""
     days = _UNITS[unit]
     center = today - dt.timedelta(days=n * days)
-    if days == 1:
-        return _span(center - dt.timedelta(days=1), center + dt.timedelta(days=1))
-    if days == 7:
-        return _span(center - dt.timedelta(days=3), center + dt.timedelta(days=3))
-    if days == 30:
-        year, month = center.year, center.month
-        return _month(year, month)
-    return _span(dt.date(center.year, 1, 1), dt.date(center.year, 12, 31))
+    if days == 365:
+        return _span(dt.date(center.year, 1, 1), dt.date(center.year, 12, 31))
+    slack = dt.timedelta(days=max(1, days // 3))
+    return _span(center - slack, min(center + slack, today))
 
 
 def _weekday(which: str | None, name: str, today: dt.date) -> Range:
@@ -270,6 +270,9 @@ _LATEST = re.compile(
     r"nowadays|these\s+days|right\s+now|at\s+the\s+moment|any\s*more|still|so\s+far|"
     r"up\s+to\s+date|as\s+of\s+now|now)\b"
     r"|\b(?:when|what|where|how|who)\b[^?.!]*\b(?:did|was|were|have|has)\b[^?.!]*\blast\b"
+    # "how is X doing / going / coming along": a question about the current state
+    r"|\bhow(?:'s|\s+is|\s+are|\s+has|\s+have)\b[^?.!]*\b(?:doing|going(?!\s+to\b)|coming\s+along|"
+    r"getting\s+on|getting\s+along|holding\s+up|progressing|settling)\b"
     r"|\blast\s+(?!(?:week|weekend|month|year|night|spring|summer|autumn|fall|winter|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d)\b)[a-z]+")
 

@@ -1,13 +1,16 @@
 -- kbstore schema v3 (SQLite): chunk vectors for documents longer than the
--- embedder's window.
+-- embedder's window, and HyPE questions searchable as text.
 --
 -- 1. document_chunks: a long document's overlapping chunks (character spans
 --    of its body); each has one vector, vec0 partition kind = 'chunk'.
 --    vector_id of chunk n: 2^50 + doc_id * 1024 + n (document and question
 --    vectors keep doc_id * 32 + slot, so ids of existing files stay valid;
 --    kbstore/backends/sqlite/vectors.py owns the encoding).
--- 2. An index on documents.created for date queries.
--- 3. derived accepts the kind 'chunk_vectors' (its CHECK constraint is part
+-- 2. questions_fts: each document's HyPE questions as one text, for the
+--    search's hype_fts list (BM25 over the questions a document answers).
+--    Kept in step with hype_questions by triggers; rowid = doc_id.
+-- 3. An index on documents.created for date queries.
+-- 4. derived accepts the kind 'chunk_vectors' (its CHECK constraint is part
 --    of the table, so the table is rebuilt).
 -- Existing documents get their chunk vectors from the next import, upsert or
 -- `kbstore doctor --fix` / refresh: until then they are found as before.
@@ -20,6 +23,31 @@ CREATE TABLE document_chunks (
     end_char   INTEGER NOT NULL,
     PRIMARY KEY (doc_id, position)
 ) WITHOUT ROWID;
+
+CREATE VIRTUAL TABLE questions_fts USING fts5(
+    questions,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO questions_fts (rowid, questions)
+    SELECT doc_id, group_concat(question, char(10)) FROM hype_questions GROUP BY doc_id;
+CREATE TRIGGER hype_questions_fts_ai AFTER INSERT ON hype_questions BEGIN
+    DELETE FROM questions_fts WHERE rowid = new.doc_id;
+    INSERT INTO questions_fts (rowid, questions)
+        SELECT new.doc_id, group_concat(question, char(10)) FROM hype_questions
+        WHERE doc_id = new.doc_id;
+END;
+CREATE TRIGGER hype_questions_fts_ad AFTER DELETE ON hype_questions BEGIN
+    DELETE FROM questions_fts WHERE rowid = old.doc_id;
+    INSERT INTO questions_fts (rowid, questions)
+        SELECT old.doc_id, group_concat(question, char(10)) FROM hype_questions
+        WHERE doc_id = old.doc_id HAVING count(*) > 0;
+END;
+CREATE TRIGGER hype_questions_fts_au AFTER UPDATE ON hype_questions BEGIN
+    DELETE FROM questions_fts WHERE rowid IN (old.doc_id, new.doc_id);
+    INSERT INTO questions_fts (rowid, questions)
+        SELECT doc_id, group_concat(question, char(10)) FROM hype_questions
+        WHERE doc_id IN (old.doc_id, new.doc_id) GROUP BY doc_id;
+END;
 
 -- Date queries ("in March", "last week") match created as well as updated.
 CREATE INDEX documents_created ON documents (created);
@@ -48,6 +76,7 @@ CREATE TRIGGER documents_rows_ad AFTER DELETE ON documents BEGIN
     DELETE FROM document_tags WHERE doc_id = old.id;
     DELETE FROM hype_questions WHERE doc_id = old.id;
     DELETE FROM document_chunks WHERE doc_id = old.id;
+    DELETE FROM questions_fts WHERE rowid = old.id;
     DELETE FROM derived WHERE doc_id = old.id;
     DELETE FROM vector_data WHERE doc_id = old.id;
 END;

@@ -132,7 +132,8 @@ def test_hype_list_ranks_a_question_match(tmp_path: Path, fake_llm) -> None:
 @pytest.fixture
 def journal(kb: KnowledgeStore) -> KnowledgeStore:
     days = {"2023-06-16": "kiln firing with Maya", "2024-03-12": "kiln glaze test",
-            _ago(1): "kiln cleanup", _ago(9): "kiln shelf order", _ago(40): "kiln repair"}
+            _ago(1): "kiln cleanup", _ago(9): "kiln shelf order", _ago(40): "kiln repair",
+            _ago(60): "kiln shelf repair"}
     for day, text in days.items():
         kb.upsert(f"journal/{day}-kiln.md", title=f"Session {day}", body=f"{text}. {filler(12)}",
                   created=day, updated=day)
@@ -143,7 +144,8 @@ def journal(kb: KnowledgeStore) -> KnowledgeStore:
     ("what did I do on 16 June 2023", "2023-06-16"),
     ("what happened with the kiln in March", "2024-03-12"),
     ("what did I do yesterday", _ago(1)),
-    ("the kiln notes from last week", _ago(9)),
+    ("the kiln shelf notes from last week", _ago(9)),
+    ("the kiln shelf from two months ago", _ago(60)),
     ("kiln session 2023-06-16", "2023-06-16"),
 ])
 def test_date_queries_match_created_and_updated(journal: KnowledgeStore, query: str,

@@ -29,6 +29,7 @@ from .connection import Connection, binding, snapshot, transaction
 
 SAMPLE = 5  # ids shown per check; counts are always complete
 SLOTS = _vectors.SLOTS
+QUESTIONS_FTS = "questions_fts"  # indexes HyPE questions, not documents
 CHUNK_SLOT = _vectors.CHUNK_SLOT
 vid_of, owner = _vectors.vector_id, _vectors.owner
 # Plain tables holding only derived data: re-created empty if dropped.
@@ -155,12 +156,14 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     missing: set[int] = set()
     extra: set[int] = set()
+    with_questions = _ids(conn, "SELECT DISTINCT doc_id FROM hype_questions") & ids
     for table in fts_tables():
         if f"{table}_docsize" not in present:
             continue  # the table is gone: the schema check reports it
         indexed = _ids(conn, f"SELECT id FROM {table}_docsize")
-        missing |= ids - indexed
-        extra |= indexed - ids
+        expected = with_questions if table == QUESTIONS_FTS else ids
+        missing |= expected - indexed
+        extra |= indexed - expected
     add("documents_missing_fts", missing, "documents absent from an FTS5 index")
     add("orphan_fts_rows", extra, "FTS5 rows of deleted documents")
     if "document_tags" in present:
@@ -296,8 +299,14 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
             actions.append("rewrote the stored fusion defaults")
         if bad & {"fts_integrity", "documents_missing_fts", "orphan_fts_rows"}:
             for table in fts_tables():
-                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
-            actions.append("rebuilt the FTS5 indexes from the documents table")
+                if table == QUESTIONS_FTS:  # its own content: refilled from the questions
+                    conn.execute(f"DELETE FROM {QUESTIONS_FTS}")
+                    conn.execute(f"INSERT INTO {QUESTIONS_FTS} (rowid, questions) SELECT "
+                                 "doc_id, group_concat(question, char(10)) FROM hype_questions "
+                                 "WHERE doc_id IN (SELECT id FROM documents) GROUP BY doc_id")
+                else:
+                    conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
+            actions.append("rebuilt the FTS5 indexes from the documents and questions")
         if "tag_rows" in bad:
             conn.execute("DELETE FROM document_tags")
             conn.execute("INSERT OR IGNORE INTO document_tags (tag, doc_id) SELECT "

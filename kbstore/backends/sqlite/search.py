@@ -94,14 +94,17 @@ def explain_row(row: dict[str, Any]) -> dict[str, Any]:
     """Every factor that made a hit's score."""
     return {
         "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"], "vector": row["vec_rank"],
-                  "hype": row["hype_rank"], "date": row["date_rank"]},
+                  "hype": row["hype_rank"], "hype_fts": row["hype_fts_rank"],
+                  "date": row["date_rank"]},
         # tag match: share of the query's words the tags cover; title-only: w_fm_title
         "frontmatter_weight": row["fm_weight"],
+        # question_cosine: mean of the document's hype_top best questions
         "raw": {"bm25": row["fts_score"], "cosine": row["vec_score"],
                 "question_cosine": row["hype_score"]},
         "similarity": row["similarity"],  # best vector of any kind (the floor's input)
         "rrf": {"frontmatter": row["rrf_fm"], "fts": row["rrf_fts"], "vector": row["rrf_vec"],
-                "hype": row["rrf_hype"], "date": row["rrf_date"]},
+                "hype": row["rrf_hype"], "hype_fts": row["rrf_hype_fts"],
+                "date": row["rrf_date"]},
         "convex": row["convex"],
         "relevance": row["relevance"],
         "boost": row["boost"],

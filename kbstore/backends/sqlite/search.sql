@@ -8,7 +8,9 @@
 --   fts   FTS5 BM25 over title/tags/body (weights :w_title > :w_tags > :w_body)
 --   vec   vector KNN over document AND chunk vectors (chunks: long documents,
 --         see kbstore/chunks.py), best vector per document
---   hype  vector KNN over HyPE question vectors, best question per document
+--   hype  vector KNN over HyPE question vectors; a document scores the mean
+--         similarity of its :hype_top best questions
+--   hype_fts  BM25 over each document's HyPE questions (questions_fts)
 --   date  documents created or updated inside a date range of the query
 --         (:date_ranges, from "on 16 June 2023", "in March", "last week"...),
 --         in the order of their text/vector evidence
@@ -17,7 +19,8 @@
 -- crowd out others, then exact cosine from the float32 copy (vector_data).
 --
 -- Fusion (:fusion):
---   'rrf'    relevance = sum of :w_x * weight_x / (:k_rrf + rank_x)   (default)
+--   'rrf'    relevance = sum of :w_x * weight_x / (:k_rrf + rank_x)   (default;
+--            weight_x is 1 except fm's; :w_hype_fts weighs hype_fts)
 --   'convex' relevance = sum of :w_x * min-max-normalised score_x
 -- Then two BOUNDED factors, so neither can override clear evidence:
 --   boost    document type: :boost_skill / :boost_journal / :boost_entry
@@ -29,12 +32,15 @@
 -- relevance * boost is at least :latest_ratio x the best come first, newest
 -- first (by updated, else created); their score is
 -- best * (2 - (latest_rank - 1) / n_latest).
--- :min_similarity (a confidence floor) drops every hit whose best vector --
--- document, chunk or question -- is less similar to the query than that
--- (no query vector: no floor).
+-- :min_similarity (the confidence floor): when no hit's best vector --
+-- document, chunk or question -- is that similar to the query, the query is
+-- out of the knowledge base and nothing is returned; otherwise hits below it
+-- are kept only if they also match query words (fts or hype_fts). No query
+-- vector: no floor.
 --
 -- Vector ids (owned by kbstore/backends/sqlite/vectors.py): a document's
--- vector and its questions are doc_id * 32 + slot (question position = slot);
+-- vector and its questions are doc_id * 32 + slot (question position = slot,
+-- used by hype_scored);
 -- chunk vectors are listed by id in document_chunks.
 --
 -- Run it from the sqlite3 shell (see README): `kbstore search --shell` writes
@@ -116,30 +122,56 @@ vec_scored AS (
     SELECT c.doc_id, c.vector_id, c.kind,
            1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
     FROM (SELECT vector_id, doc_id, 'doc' AS kind FROM vec_doc
-          UNION ALL SELECT vector_id, doc_id, 'chunk' FROM vec_chunk
-          UNION ALL SELECT vector_id, doc_id, 'hype' FROM vec_hype) AS c
+          UNION ALL SELECT vector_id, doc_id, 'chunk' FROM vec_chunk) AS c
     JOIN vector_data AS v ON v.vector_id = c.vector_id
 ),
-vec_best AS (
-    -- per document and list: its best vector ('vec': document or chunk)
-    SELECT doc_id, vector_id, kind, list, similarity,
-           row_number() OVER (PARTITION BY list ORDER BY similarity DESC, doc_id) AS rank
+vec_ranked AS (
+    -- best vector (document or chunk) per document
+    SELECT doc_id, vector_id, kind, similarity AS score,
+           row_number() OVER (ORDER BY similarity DESC, doc_id) AS rank
     FROM (
-        SELECT doc_id, vector_id, kind, list, similarity,
-               row_number() OVER (PARTITION BY list, doc_id
-                                  ORDER BY similarity DESC, vector_id) AS nth
-        FROM (SELECT *, CASE kind WHEN 'hype' THEN 'hype' ELSE 'vec' END AS list
-              FROM vec_scored)
+        SELECT doc_id, vector_id, kind, similarity,
+               row_number() OVER (PARTITION BY doc_id ORDER BY similarity DESC, vector_id) AS nth
+        FROM vec_scored
     )
     WHERE nth = 1
+    ORDER BY rank
+    LIMIT :vec_limit
 ),
-vec_ranked AS (
-    SELECT doc_id, vector_id, kind, similarity AS score, rank
-    FROM vec_best WHERE list = 'vec' AND rank <= :vec_limit
+-- HyPE: every question of the documents the KNN found, scored exactly;
+-- a document scores the mean of its :hype_top best questions (several
+-- matching questions count more than one stray match).
+hype_scored AS (
+    SELECT q.doc_id, q.position,
+           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity,
+           row_number() OVER (PARTITION BY q.doc_id
+                              ORDER BY 1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))
+                              DESC, q.position) AS nth
+    FROM hype_questions AS q
+    JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
+    WHERE q.doc_id IN (SELECT doc_id FROM vec_hype)
 ),
 hype_ranked AS (
-    SELECT doc_id, vector_id, similarity AS score, rank
-    FROM vec_best WHERE list = 'hype' AND rank <= :vec_limit
+    SELECT doc_id, avg(similarity) AS score, max(similarity) AS best,
+           max(CASE WHEN nth = 1 THEN position END) AS position,
+           row_number() OVER (ORDER BY avg(similarity) DESC, doc_id) AS rank
+    FROM hype_scored
+    WHERE nth <= :hype_top
+    GROUP BY doc_id
+    ORDER BY rank
+    LIMIT :vec_limit
+),
+-- HyPE questions as text: BM25 over each document's questions.
+hype_fts_ranked AS (
+    SELECT doc_id, score, row_number() OVER (ORDER BY score DESC, doc_id) AS rank
+    FROM (
+        SELECT rowid AS doc_id, -bm25(questions_fts) AS score
+        FROM questions_fts
+        WHERE :fts_query IS NOT NULL AND questions_fts MATCH :fts_query
+          AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
+        ORDER BY bm25(questions_fts)
+        LIMIT :fts_limit
+    )
 ),
 -- Documents dated inside a range the query names (ISO strings compare in
 -- date order; two index range scans, created and updated).
@@ -169,11 +201,14 @@ date_ranked AS (
     LIMIT :date_limit
 ),
 lists AS (
+    -- one row per (list, document); weight: fm's weight, hype's best question
+    -- similarity; vector_id: vec's best vector, hype's best question position
     SELECT 'fm' AS list, doc_id, rank, score, weight, NULL AS vector_id, NULL AS kind
         FROM fm_ranked
     UNION ALL SELECT 'fts', doc_id, rank, score, 1.0, NULL, NULL FROM fts_ranked
     UNION ALL SELECT 'vec', doc_id, rank, score, 1.0, vector_id, kind FROM vec_ranked
-    UNION ALL SELECT 'hype', doc_id, rank, score, 1.0, vector_id, 'hype' FROM hype_ranked
+    UNION ALL SELECT 'hype', doc_id, rank, score, best, position, 'hype' FROM hype_ranked
+    UNION ALL SELECT 'hype_fts', doc_id, rank, score, 1.0, NULL, NULL FROM hype_fts_ranked
     UNION ALL SELECT 'date', doc_id, rank, score, 1.0, NULL, NULL FROM date_ranked
 ),
 normed AS (
@@ -198,8 +233,11 @@ fused AS (
            max(CASE list WHEN 'vec' THEN kind END) AS vec_kind,
            max(CASE list WHEN 'hype' THEN rank END) AS hype_rank,
            max(CASE list WHEN 'hype' THEN score END) AS hype_score,
+           max(CASE list WHEN 'hype' THEN weight END) AS hype_best,
            max(CASE list WHEN 'hype' THEN norm END) AS hype_norm,
-           max(CASE list WHEN 'hype' THEN vector_id END) AS hype_vector_id,
+           max(CASE list WHEN 'hype' THEN vector_id END) AS hype_position,
+           max(CASE list WHEN 'hype_fts' THEN rank END) AS hype_fts_rank,
+           max(CASE list WHEN 'hype_fts' THEN norm END) AS hype_fts_norm,
            max(CASE list WHEN 'date' THEN rank END) AS date_rank
     FROM normed
     GROUP BY doc_id
@@ -210,20 +248,22 @@ floor_similarity AS (
     SELECT v.doc_id, max(1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))) AS similarity
     FROM vector_data AS v
     WHERE :min_similarity IS NOT NULL AND :has_vector
-      AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_score IS NULL)
+      AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_best IS NULL)
     GROUP BY v.doc_id
 ),
 scored AS (
     SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.created, d.updated, d.body,
-           max(coalesce(f.vec_score, -1.0), coalesce(f.hype_score, -1.0),
+           max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
                coalesce(s.similarity, -1.0)) AS similarity,
            coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
            coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
            coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
            coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
+           coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
            coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
            coalesce(:w_fm * f.fm_weight * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
                + coalesce(:w_vec * f.vec_norm, 0.0) + coalesce(:w_hype * f.hype_norm, 0.0)
+               + coalesce(:w_hype_fts * f.hype_fts_norm, 0.0)
                + CASE WHEN f.date_rank IS NOT NULL THEN :w_date ELSE 0.0 END AS convex,
            CASE d.doc_type WHEN 'skill' THEN :boost_skill
                            WHEN 'journal' THEN :boost_journal
@@ -240,10 +280,14 @@ scored AS (
 kept AS (
     SELECT *, evidence * recency AS relevance
     FROM (SELECT *, (CASE :fusion WHEN 'convex' THEN convex
-                                  ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_date END)
-                        * boost AS evidence
+                                  ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts
+                                       + rrf_date END)
+                        * boost AS evidence,
+                 max(similarity) OVER () AS best_similarity
           FROM scored)
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
+       OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
+           AND best_similarity >= :min_similarity)
 ),
 latest AS (
     -- eligible: dated, and close to the best evidence (recency left out:
@@ -266,15 +310,15 @@ SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body
        CASE WHEN s.in_latest = 1 THEN s.best * (2.0 - (s.latest_rank - 1.0) / s.n_latest)
             ELSE s.relevance END AS score,
        s.relevance, s.similarity,
-       s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.date_rank,
-       s.fts_score, s.vec_score, s.hype_score,
-       s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_date, s.convex, s.boost, s.recency,
+       s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
+       s.date_rank, s.fts_score, s.vec_score, s.hype_score,
+       s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
+       s.boost, s.recency,
        s.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question
 FROM final AS s
 LEFT JOIN document_chunks AS c ON c.vector_id = s.vec_vector_id
-LEFT JOIN hype_questions AS q
-       ON q.doc_id = s.doc_id AND q.position = s.hype_vector_id - s.doc_id * 32
+LEFT JOIN hype_questions AS q ON q.doc_id = s.doc_id AND q.position = s.hype_position
 ORDER BY score DESC, s.doc_id
 LIMIT :limit;
