@@ -177,7 +177,8 @@ def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
         t1 = time.perf_counter()
         report = store.upsert_many(docs, progress=progress)
         ingest_s = time.perf_counter() - t1
-        stored_vectors = store.backend.conn.execute("SELECT count(*) FROM vector_data").fetchone()[0]
+        stored_vectors = store.backend.conn.execute(
+            "SELECT count(*) FROM vector_data").fetchone()[0]
         store.backend.checkpoint()
         store.close()
     finally:

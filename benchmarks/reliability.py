@@ -4,8 +4,10 @@ and hostile queries against one kbstore file.
     python benchmarks/reliability.py                  # 100 trials, 60 s of concurrency
     python benchmarks/reliability.py --trials 20 --seconds 10 --fuzz 500
 
-writes benchmarks/results/reliability.json. tests/test_reliability.py runs the
-same functions with CI-sized bounds. The worker sub-commands (crash-child,
+writes benchmarks/results/reliability.json and .md. Every write path under
+SIGKILL and under a racing delete: benchmarks/reliability_paths.py; bad input
+for every importer: benchmarks/reliability_fuzz.py. tests/sqlite/test_reliability.py
+runs the same functions with CI-sized bounds. The worker sub-commands (crash-child,
 writer, reader, open-child) are the child processes this file starts; each
 prints "ready", waits for a go-file so the processes start together, and
 prints one JSON line of counts at the end.
@@ -15,6 +17,11 @@ at the end of its body, written by the same upsert: a reader that ever sees
 two different markers in one document has seen a half-written document.
 No model and no LLM is used: FakeEmbedder, and HyPE questions come from a
 stand-in for ``kbstore.hype.generate``.
+
+The workers use kbstore's public API only. The checker (:func:`check_store`,
+:func:`consistency`) is independent of kbstore's own code on purpose: it
+reads the SQLite file with plain SQL through a read-only connection, so it
+can check kbstore.doctor and the write path rather than trust them.
 """
 
 from __future__ import annotations
@@ -33,11 +40,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kbstore import EmptyQueryError, FakeEmbedder, KnowledgeStore
-from kbstore import db as kdb
-from kbstore.ingest import Document, make_document
+from kbstore import Document, EmptyQueryError, FakeEmbedder, KnowledgeStore
+from kbstore.backends.sqlite.connection import connect
+from kbstore.ingest import make_document
+from kbstore.model import fingerprint_id
 
 DIM = 64
+SLOTS = 32  # vector_id = doc_id * SLOTS + slot in the SQLite file
 THIS = Path(__file__).resolve()
 RESULTS = THIS.parent / "results" / "reliability.json"
 MARKER = re.compile(r"\bm\d+x\d+\b")
@@ -88,54 +97,104 @@ def open_store(db: str | os.PathLike[str], hype: bool = True) -> KnowledgeStore:
 # -- the oracle: everything a store must satisfy, checked with plain SQL -----
 
 
-def check_store(db: str | os.PathLike[str]) -> dict[str, int]:
-    """Counts of every kind of damage (all 0 for a healthy store). Written
-    independently of kbstore.doctor so each can check the other."""
-    from kbstore.store import doc_vector_hash
+def read_only(db: str | os.PathLike[str]) -> Any:
+    """A connection that cannot change the file (sqlite-vec loaded, so the
+    vec0 table can be read)."""
+    return connect(db, mode="read")
 
-    conn = kdb.connect(db)
+
+def damaged_ids(conn: Any) -> tuple[int, dict[str, set[int]]]:
+    """(documents, {kind of half-indexed state: document ids}) in ONE read
+    snapshot (every set empty for a healthy store). Written independently of
+    kbstore.doctor so each can check the other."""
+    conn.execute("BEGIN")
     try:
-        out = {"integrity": 0 if [r[0] for r in conn.execute("PRAGMA integrity_check")] == ["ok"]
-               else 1}
-        try:
-            conn.execute("INSERT INTO documents_fts (documents_fts, rank) "
-                         "VALUES ('integrity-check', 1)")
-            out["fts_integrity"] = 0
-        except Exception:
-            out["fts_integrity"] = 1
-        conn.execute("BEGIN")
         docs = {r[0]: Document(path=r[1], title=r[2], body=r[3], tags=json.loads(r[4]))
                 for r in conn.execute("SELECT id, path, title, body, tags FROM documents")}
         fts = {r[0] for r in conn.execute("SELECT id FROM documents_fts_docsize")}
         bits = {r[0]: r[1] for r in conn.execute("SELECT vector_id, doc_id FROM vectors")}
-        floats = {r[0]: r[1] for r in conn.execute("SELECT vector_id, doc_id FROM vector_data")}
+        floats = {r[0]: (r[1], r[2]) for r in conn.execute(
+            "SELECT vector_id, doc_id, length(embedding) FROM vector_data")}
         questions = {(r[0], r[1]) for r in conn.execute(
             "SELECT doc_id, position FROM hype_questions")}
-        derived = {(r[0], r[1]): (r[2], r[3]) for r in conn.execute(
-            "SELECT doc_id, kind, content_hash, status FROM derived")}
+        derived = {(r[0], r[1]): (r[2], r[3], r[4]) for r in conn.execute(
+            "SELECT doc_id, kind, content_hash, status, model FROM derived")}
+        tags_want = set(conn.execute(
+            "SELECT lower(trim(j.value)), d.id FROM documents d, json_each(d.tags) j "
+            "WHERE trim(j.value) <> ''").fetchall())
+        tags_have = set(conn.execute("SELECT tag, doc_id FROM document_tags").fetchall())
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        vec_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'"
+                               ).fetchone()
+    finally:
         conn.execute("COMMIT")
+    ids = set(docs)
+    fingerprint = json.loads(row[0]) if row else {}
+    fp, dim = fingerprint_id(fingerprint), fingerprint.get("dim")
+    vec_dim = re.search(r"bit\[(\d+)\]", vec_sql[0] if vec_sql else "")
+    # A vector is complete when both its sign bits (vec0) and floats exist.
+    vectors = {v: d for v, d in bits.items() if floats.get(v, (None,))[0] == d}
+    plain = {v: d for v, (d, _) in floats.items()}
+    asked = {d for d, _ in questions}
+    return len(docs), {
+        "missing_fts": ids - fts,
+        "orphan_fts": fts - ids,
+        "missing_doc_vector": {d for d in ids if d * SLOTS not in vectors},
+        "missing_hash_row": {d for d in ids if (d, "doc_vector") not in derived},
+        "stale_hash": {d for d in ids if (d, "doc_vector") in derived
+                       and derived[d, "doc_vector"][0] != docs[d].vector_hash()},
+        "missing_question_vector": {d for d, p in questions if d * SLOTS + p not in vectors},
+        # Questions are current for the content they sit with, and marked so.
+        "stale_questions": {d for d in asked & ids
+                            if derived.get((d, "hype_questions"), ("", "", ""))[:2]
+                            != (docs[d].hype_hash(), "ok")
+                            or derived.get((d, "hype_vectors"), ("",))[0]
+                            != docs[d].hype_hash()},
+        "orphan_vectors": {v // SLOTS for rows in (bits, plain) for v, d in rows.items()
+                           if v // SLOTS not in ids or d != v // SLOTS
+                           or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)},
+        "orphan_questions": {d for d, _ in questions if d not in ids},
+        "orphan_derived": {d for d, _ in derived if d not in ids},
+        # Every vector is the stored embedder's: its model, its size (never a
+        # mix of an old and a new embedder).
+        "wrong_model_vectors": {d for (d, kind), (_, _, model) in derived.items()
+                                if kind in ("doc_vector", "hype_vectors") and model != fp}
+        | {v // SLOTS for v, (_, size) in floats.items() if size != 4 * (dim or 0)}
+        | ({-1} if vec_dim is None or int(vec_dim.group(1)) != dim else set()),
+        "tag_rows": {d for _, d in tags_want ^ tags_have},
+        "half_written": {i for i, d in docs.items()
+                         if len(markers(d.title) | markers(d.body)) > 1},
+    }
+
+
+def consistency(conn: Any) -> dict[str, int]:
+    """Counts of every kind of half-indexed state in ONE read snapshot (all 0
+    for a healthy store); see :func:`damaged_ids`."""
+    documents, found = damaged_ids(conn)
+    return {"documents": documents, **{k: len(v) for k, v in found.items()}}
+
+
+def check_store(db: str | os.PathLike[str]) -> dict[str, int]:
+    """File integrity plus :func:`consistency`, for a store nobody writes to."""
+    conn = read_only(db)
+    try:
+        out = {"integrity": 0 if [r[0] for r in conn.execute("PRAGMA integrity_check")] == ["ok"]
+               else 1, "fts_integrity": 0}
+        # FTS5's integrity-check is spelled as an INSERT (it writes nothing):
+        # the read-only connection allows it for this statement only.
+        conn.execute("PRAGMA query_only = OFF")
+        try:
+            for table in ("documents_fts", "titles_fts"):  # constants
+                try:
+                    conn.execute(f"INSERT INTO {table} ({table}, rank) "
+                                 "VALUES ('integrity-check', 1)")
+                except Exception:
+                    out["fts_integrity"] += 1
+        finally:
+            conn.execute("PRAGMA query_only = ON")
+        out.update(consistency(conn))
     finally:
         conn.close()
-    ids = set(docs)
-    # A vector is complete when both its sign bits (vec0) and floats exist.
-    vectors = {v: d for v, d in bits.items() if floats.get(v) == d}
-    out.update(
-        documents=len(docs),
-        missing_fts=len(ids - fts),
-        orphan_fts=len(fts - ids),
-        missing_doc_vector=sum(1 for d in ids if d * 32 not in vectors),
-        missing_hash_row=sum(1 for d in ids if (d, "doc_vector") not in derived),
-        stale_hash=sum(1 for d in ids if (d, "doc_vector") in derived
-                       and derived[d, "doc_vector"][0] != doc_vector_hash(docs[d])),
-        missing_question_vector=sum(1 for d, p in questions if d * 32 + p not in vectors),
-        orphan_vectors=sum(1 for rows in (bits, floats) for v, d in rows.items()
-                           if v // 32 not in ids or d != v // 32
-                           or (v % 32 and (v // 32, v % 32) not in questions)),
-        orphan_questions=sum(1 for d, _ in questions if d not in ids),
-        orphan_derived=sum(1 for d, _ in derived if d not in ids),
-        half_written=sum(1 for d in docs.values()
-                         if len(markers(d.title) | markers(d.body)) > 1),
-    )
     return out
 
 
@@ -237,14 +296,14 @@ def writer(db: str, seconds: float, seed: int, wid: int, own: range, shared: ran
 
 
 def reader(db: str, seconds: float, seed: int, go: str | None) -> dict[str, Any]:
-    """Search and read while others write. Checks every hit (1) as the caller
-    gets it: title and snippet from the same version; (2) inside one read
-    transaction: the stored title, body, vector and hash row all agree."""
-    from kbstore.store import doc_vector_hash
-
+    """Search and read while others write, through the public API: every hit's
+    title and snippet, and every document read, come from one version. In
+    between, the checker's own read snapshot of the whole file must show no
+    half-indexed document (no document without its vector or hash row, no
+    vector without its document)."""
     rng = random.Random(seed)
-    stats: dict[str, Any] = {"searches": 0, "gets": 0, "hits_checked": 0, "half_written": [],
-                             "errors": []}
+    stats: dict[str, Any] = {"searches": 0, "gets": 0, "hits_checked": 0, "snapshots": 0,
+                             "half_written": [], "errors": []}
 
     def bad(what: str) -> None:
         if len(stats["half_written"]) < 20:
@@ -252,45 +311,28 @@ def reader(db: str, seconds: float, seed: int, go: str | None) -> dict[str, Any]
         stats.setdefault("half_written_count", 0)
         stats["half_written_count"] += 1
 
-    with open_store(db, hype=False) as store:
+    with open_store(db, hype=False) as store, contextlib.closing(read_only(db)) as checker:
         _ready_and_wait(go)
-        conn = store.conn
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             query = " ".join(rng.sample(VOCAB, rng.randint(1, 3)))
             try:
-                for hit in store.search(query, limit=10):
+                hits = store.search(query, limit=10)
+                stats["searches"] += 1
+                for hit in hits:
                     stats["hits_checked"] += 1
                     if len(markers(hit.title) | markers(hit.snippet)) > 1:
                         bad(f"hit {hit.path}: title {hit.title!r} / snippet {hit.snippet!r}")
-                stats["searches"] += 1
-                conn.execute("BEGIN")  # one snapshot for the search and the checks
-                try:
-                    hits = store.search(query, limit=10)
-                    paths = [h.path for h in hits] + [doc_path(rng.randrange(400))]
-                    for path in paths:
-                        row = conn.execute("SELECT id FROM documents WHERE path = ?",
-                                           (path,)).fetchone()
-                        doc = store.get(path)
-                        if doc is None or row is None:
-                            if path in {h.path for h in hits}:
-                                bad(f"hit {path} is not in the documents table")
-                            continue
-                        stats["hits_checked"] += 1
-                        vec = conn.execute(
-                            "SELECT (SELECT count(*) FROM vectors WHERE vector_id = ?1) "
-                            "+ (SELECT count(*) FROM vector_data WHERE vector_id = ?1)",
-                            (row[0] * 32,)).fetchone()[0]
-                        mark = conn.execute("SELECT content_hash FROM derived WHERE doc_id = ? "
-                                            "AND kind = 'doc_vector'", (row[0],)).fetchone()
-                        if len(markers(doc.title) | markers(doc.body)) > 1 or vec != 2 \
-                                or mark is None or mark[0] != doc_vector_hash(doc):
-                            bad(f"{path}: title {doc.title!r}, body {doc.body[-12:]!r}, "
-                                f"vector rows {vec}, hash row ok {mark is not None}")
-                    stats["searches"] += 1
+                for path in [h.path for h in hits[:3]] + [doc_path(rng.randrange(400))]:
+                    doc = store.get(path)
                     stats["gets"] += 1
-                finally:
-                    conn.execute("COMMIT")
+                    if doc is not None and len(markers(doc.title) | markers(doc.body)) > 1:
+                        bad(f"get {path}: title {doc.title!r}, body {doc.body[-12:]!r}")
+                counts = consistency(checker)
+                stats["snapshots"] += 1
+                damaged = {k: v for k, v in counts.items() if v and k != "documents"}
+                if damaged:
+                    bad(f"snapshot {stats['snapshots']}: {damaged}")
             except Exception as exc:
                 stats["errors"].append(f"{type(exc).__name__}: {exc}")
     stats["half_written_count"] = stats.get("half_written_count", 0)
@@ -380,7 +422,7 @@ def _check_after_kill(db: Path, trial: int, n: int, stats: dict[str, Any],
         # The re-import must complete. Its result is checked in full by the
         # next trial's check_store (and here after the last trial).
         store.upsert_many(make_docs(range(n), f"m0x{trial}"), batch_size=64)
-        titles = [r[0] for r in store.conn.execute("SELECT title FROM documents")]
+        titles = [d.title for d in store.documents()]
     if corrupt or half or not report.ok:
         stats["failures"].append({"trial": trial, **{k: v for k, v in counts.items() if v},
                                   "doctor": [c.name for c in report.problems]})
@@ -413,7 +455,7 @@ def _expected(finals: list[dict[str, str | None]], seeded: int) -> dict[str, set
 
 
 def _lost_writes(db: Path, allowed: dict[str, set[str | None]]) -> list[str]:
-    with contextlib.closing(kdb.connect(db)) as conn:
+    with contextlib.closing(read_only(db)) as conn:
         stored = {p: t for p, t in conn.execute("SELECT path, title FROM documents")}
     lost = []
     for path, options in allowed.items():
@@ -446,6 +488,7 @@ def run_concurrency(workdir: Path, seconds: float, readers: int = 4, seed: int =
         "deletes": wstats.get("deletes", 0),
         "searches": sum(r.get("searches", 0) for r in rstats),
         "hits_checked": sum(r.get("hits_checked", 0) for r in rstats),
+        "snapshots_checked": sum(r.get("snapshots", 0) for r in rstats),
         "errors": [e for r in results for e in r.get("errors", [])],
         "half_written": sum(r.get("half_written_count", 0) for r in rstats),
         "half_written_samples": [s for r in rstats for s in r.get("half_written", [])][:5],
@@ -491,15 +534,16 @@ def run_migration_race(workdir: Path, procs: int = 6, rounds: int = 3) -> dict[s
         _start_together(workers, go)
         for result in _results(workers, timeout=120):
             stats["errors"] += result.get("errors", [])
-        with contextlib.closing(kdb.connect(db)) as conn:
+        with contextlib.closing(read_only(db)) as conn:
             migrations = conn.execute("SELECT migration_set, name, count(*) FROM "
                                       "_sqlite_migrations GROUP BY 1, 2").fetchall()
             vec = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'vectors'"
                                ).fetchone()[0]
             docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-        from kbstore.migrations import STEPS
+        from kbstore.migrations import steps
 
-        ok = (sorted((m[1], m[2]) for m in migrations) == sorted((s[0], 1) for s in STEPS)
+        ok = (sorted((m[1], m[2]) for m in migrations) == sorted((name, 1) for name, _ in
+                                                                 steps("sqlite"))
               and vec == 1 and docs == procs and damage(check_store(db)) == (0, 0))
         if not ok:
             stats["bad_schema"].append({"round": r, "migrations": migrations,
@@ -575,7 +619,12 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--workdir", default=None)
         p.add_argument("--out", default=str(RESULTS))
         p.add_argument("--only", default=None,
-                       help="comma-separated scenarios to run (merged into --out)")
+                       help="comma-separated scenarios to run (merged into --out): crash, "
+                            "concurrency, ..., path:NAME, race:NAME, fuzz:NAME, or paths, "
+                            "races, fuzzers for a whole group")
+        p.add_argument("--docs", type=int, default=200, help="documents per write path")
+        p.add_argument("--rounds", type=int, default=10, help="rounds per race")
+        p.add_argument("--fuzz-inputs", type=int, default=300, help="inputs per fuzzer")
     crash = sub.add_parser("crash-child")
     crash.add_argument("--n", type=int, default=1000)
     crash.add_argument("--gen", type=int, default=1)
@@ -608,33 +657,70 @@ def main(argv: list[str] | None = None) -> None:
         _run_all(args)
 
 
+def _scenarios(args: argparse.Namespace, work: Path) -> list[tuple[str, Any]]:
+    """(name, thunk) of every scenario; write paths as ``path:NAME``, races as
+    ``race:NAME``, input fuzzers as ``fuzz:NAME``."""
+    from benchmarks import reliability_fuzz as fuzz
+    from benchmarks import reliability_paths as paths
+
+    out: list[tuple[str, Any]] = [
+        ("crash", lambda: run_crash_trials(work / "crash", args.trials)),
+        ("concurrency", lambda: run_concurrency(work / "conc", args.seconds)),
+        ("two_writers", lambda: run_two_writers(work / "two", min(args.seconds, 20))),
+        ("migration_race", lambda: run_migration_race(work / "race", procs=8, rounds=5)),
+        ("query_fuzz", lambda: run_query_fuzz(work / "fuzz", args.fuzz)),
+    ]
+    for name in paths.CRASH_PATHS:
+        out.append((f"path:{name}", lambda name=name: paths.run_path_trials(
+            name, work / f"path-{name}", args.trials, n=args.docs)))
+    for name in paths.RACE_OPS:
+        out.append((f"race:{name}", lambda name=name: paths.run_race(
+            name, work / f"race-{name}", rounds=args.rounds, n=args.docs)))
+    for name, fn in fuzz.FUZZERS.items():
+        out.append((f"fuzz:{name}", lambda fn=fn, name=name: fn(work / f"fuzz-{name}",
+                                                                 args.fuzz_inputs)))
+    return out
+
+
+GROUPS = {"path": "paths", "race": "races", "fuzz": "fuzzers"}
+
+
+def _selected(name: str, only: set[str] | None) -> bool:
+    return only is None or name in only or GROUPS.get(name.split(":")[0]) in only
+
+
 def _run_all(args: argparse.Namespace) -> None:
     import tempfile
+
+    from benchmarks.reliability_report import write_markdown
 
     out = Path(args.out)
     only = set(args.only.split(",")) if args.only else None
     results: dict[str, Any] = json.loads(out.read_text()) if only and out.exists() else {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
-        for name, fn in (
-            ("crash", lambda: run_crash_trials(work / "crash", args.trials)),
-            ("concurrency", lambda: run_concurrency(work / "conc", args.seconds)),
-            ("two_writers", lambda: run_two_writers(work / "two", min(args.seconds, 20))),
-            ("migration_race", lambda: run_migration_race(work / "race", procs=8, rounds=5)),
-            ("query_fuzz", lambda: run_query_fuzz(work / "fuzz", args.fuzz)),
-        ):
-            if only and name not in only:
+        for name, fn in _scenarios(args, work):
+            if not _selected(name, only):
                 continue
             started = time.perf_counter()
-            results[name] = fn()
-            results[name]["elapsed_seconds"] = round(time.perf_counter() - started, 1)
-            print(f"{name}: " + json.dumps({k: v for k, v in results[name].items()
+            result = fn()
+            result["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+            group, _, key = name.partition(":")
+            if key:
+                results.setdefault(GROUPS[group], {})[key] = result
+            else:
+                results[name] = result
+            print(f"{name}: " + json.dumps({k: v for k, v in result.items()
                                             if not isinstance(v, (list, dict)) or not v}),
                   flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+            # Written after every scenario: a long run that is stopped keeps its figures.
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n",
+                           encoding="utf-8")
+            write_markdown(results, out.with_suffix(".md"))
+    print(f"wrote {out} and {out.with_suffix('.md')}")
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(THIS.parents[1]))  # the write paths and fuzzers live beside
     main()

@@ -1,6 +1,7 @@
 """kbstore: an agent's knowledge base in one SQLite file (or PostgreSQL),
 with hybrid search."""
 
+from . import redact as _redact
 from .embed import Embedder, FakeEmbedder
 from .embedders import get_embedder
 from .errors import (
@@ -24,6 +25,9 @@ from .settings import Settings
 from .store import KnowledgeStore
 
 __version__ = "0.1.0"
+
+# Secrets never reach logs: every kbstore log record is redacted when made.
+_redact.install()
 
 __all__ = [
     "DatabaseNotFoundError",

@@ -17,7 +17,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,7 +194,7 @@ def _record(record: Any, fingerprint: dict[str, Any], dim: int,
     qv = vectors.get("questions")
     if qv:
         rows = [_vector_list(v) for v in qv] if isinstance(qv, list) else [None]
-        if len(rows) == len(provided.questions) and all(r is not None and len(r) == dim
+        if len(rows) == len(provided.questions or []) and all(r is not None and len(r) == dim
                                                         for r in rows):
             provided.question_vectors = rows
         else:
@@ -323,16 +325,27 @@ def export_markdown(store: KnowledgeStore, out_dir: str | os.PathLike[str]) -> M
     root = Path(out_dir).expanduser()
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ExchangeError(f"{root} exists and is not an empty folder; export into a new one")
-    root.mkdir(parents=True, exist_ok=True)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    # Written into a hidden sibling folder, then renamed into place: a failed
+    # or killed export never leaves a half tree at the target (which would
+    # also make the next run refuse the non-empty folder).
+    staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.", suffix=".tmp"))
     report = MarkdownReport()
-    for batch in store.backend.iter_documents(store.settings.batch_size):
-        for doc, _ in batch:
-            rel, meta, body = markdown_file(doc)
-            target = root / rel
-            if not target.resolve().is_relative_to(root.resolve()):  # paths are validated; belt
-                raise ExchangeError(f"document path {doc.path!r} leaves the export folder")
-            atomic_write(target, render_markdown(meta, body))
-            report.written += 1
-            if not _in_layout(doc):
-                report.outside_layout.append(doc.path)
+    try:
+        for batch in store.backend.iter_documents(store.settings.batch_size):
+            for doc, _ in batch:
+                rel, meta, body = markdown_file(doc)
+                target = staging / rel
+                if not target.resolve().is_relative_to(staging.resolve()):  # validated; belt
+                    raise ExchangeError(f"document path {doc.path!r} leaves the export folder")
+                atomic_write(target, render_markdown(meta, body))
+                report.written += 1
+                if not _in_layout(doc):
+                    report.outside_layout.append(doc.path)
+        if root.exists():
+            root.rmdir()  # empty (checked above); fails if something appeared meanwhile
+        os.rename(staging, root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return report

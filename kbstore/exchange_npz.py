@@ -104,8 +104,9 @@ def _check_sizes(path: str | os.PathLike[str]) -> None:
             with archive.open(info) as member:
                 try:
                     version = np.lib.format.read_magic(member)
-                    shape, _, dtype = np.lib.format._read_array_header(  # type: ignore[attr-defined]
-                        member, version)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(member)
                 except (ValueError, OSError, SyntaxError) as exc:
                     raise ExchangeError(f"{path}: {info.filename} is not a .npy array "
                                         f"({exc})") from exc

@@ -14,18 +14,22 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
+
+from .errors import HypeError
+from .redact import redact
+from .settings import DEFAULT_HYPE_MODEL
 
 log = logging.getLogger("kbstore.hype")
 # litellm fetches a model price list from the network at import; use its bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-DEFAULT_MODEL = "openai/gpt-4o-mini"
-MODEL_ENV = "KBSTORE_HYPE_MODEL"
-ENABLE_ENV = "KBSTORE_HYPE"
+DEFAULT_MODEL = DEFAULT_HYPE_MODEL
 MAX_QUESTIONS = 10
 MAX_QUESTION_CHARS = 300
+MAX_ANSWER_CHARS = 50_000  # 10 questions of 300 characters fit many times over
+MAX_ERROR_CHARS = 300
 BODY_CHARS = 2000
 
 PROMPT = """Given this knowledge base entry, generate 5-10 questions an AI agent
@@ -54,17 +58,8 @@ class HypeConfig:
     # instead of waiting on an LLM that is clearly down (no key, no network).
     breaker: int = 3
 
-    @classmethod
-    def resolve(cls, enabled: bool | None = None, model: str | None = None) -> HypeConfig:
-        if enabled is None:
-            enabled = os.environ.get(ENABLE_ENV, "1").strip().lower() not in ("0", "false", "no",
-                                                                              "off")
-        return cls(enabled=bool(enabled), model=model or os.environ.get(MODEL_ENV)
-                   or DEFAULT_MODEL)
 
 
-class HypeError(Exception):
-    """The LLM gave no usable question (or failed)."""
 
 
 _PREFIX = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,2}[.)\]:]|\(?[a-zA-Z][.)]|#+|Q\d*[:.])\s*")
@@ -72,20 +67,27 @@ _PREAMBLE = re.compile(r"^(here (are|is)|sure|certainly|okay|ok\b|below are|the 
                        re.IGNORECASE)
 
 
-def parse_questions(text: str | None) -> list[str]:
-    """Clean an LLM answer into at most 10 distinct questions.
+def parse_questions(text: Any) -> list[str]:
+    """Clean an LLM answer into at most 10 distinct, storable questions.
 
     Strips numbering, bullets, quotes and markdown emphasis; drops blank
-    lines, preambles ("Here are some questions:"), duplicates and lines
-    longer than 300 characters. Raises HypeError when nothing is left.
+    lines, preambles ("Here are some questions:"), duplicates, lines longer
+    than 300 characters, lines with no letter or digit, and lines SQLite or
+    a terminal should not get (lone surrogates, NUL and other control
+    characters). Raises HypeError when nothing is left or the answer is not
+    text at all, so one bad answer costs only its own document.
     """
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise HypeError(f"the LLM answer is not text ({type(text).__name__})")
     out: list[str] = []
     seen: set[str] = set()
-    for raw in (text or "").splitlines():
+    for raw in text[:MAX_ANSWER_CHARS].splitlines():
         line = raw.strip()
         for _ in range(3):  # "1. - **"How ...?"**" has several layers
             line = _PREFIX.sub("", line).strip().strip("*_`").strip().strip("\"'“”‘’").strip()
-        if not line or len(line) > MAX_QUESTION_CHARS:
+        if not line or len(line) > MAX_QUESTION_CHARS or not _storable(line):
             continue
         if line.endswith(":") or (_PREAMBLE.match(line) and not line.endswith("?")):
             continue
@@ -101,14 +103,55 @@ def parse_questions(text: str | None) -> list[str]:
     return out
 
 
+def _storable(line: str) -> bool:
+    if not any(ch.isalnum() for ch in line):
+        return False
+    if any((ord(ch) < 32 and ch != "\t") or 0x7F <= ord(ch) < 0xA0 for ch in line):
+        return False
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate would fail the whole write transaction
+        return False
+    return True
+
+
+def _answer_text(response: Any) -> Any:
+    """The message text of a completion, or HypeError when the response has
+    no such thing (a provider returning an odd shape is this item's problem)."""
+    try:
+        return response.choices[0].message.content
+    except (AttributeError, IndexError, KeyError, TypeError) as exc:
+        raise HypeError(f"the LLM response has no message ({type(exc).__name__})") from None
+
+
+# Classified by type and HTTP status, not by the message: the message may
+# carry a key, and a key's letters must not decide anything.
+_RETRY_TYPES = frozenset({"RateLimitError", "APIConnectionError", "Timeout", "APITimeoutError",
+                          "ServiceUnavailableError"})
+_FINAL_TYPES = frozenset({"AuthenticationError", "PermissionDeniedError", "BadRequestError",
+                          "NotFoundError", "ContextWindowExceededError",
+                          "ContentPolicyViolationError", "UnprocessableEntityError",
+                          "InvalidRequestError", "BudgetExceededError"})
+_CREDENTIAL_WORDS = ("credential", "api_key", "api key", "auth")
+
+
 def _is_retryable(exc: Exception) -> bool:
     """Rate limits and transient outages are retried; auth/config errors are not."""
-    text = str(exc).lower()
-    if any(word in text for word in ("credential", "api_key", "api key", "auth")):
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & _FINAL_TYPES:
         return False
-    return type(exc).__name__ in ("RateLimitError", "APIConnectionError", "Timeout",
-                                  "APITimeoutError", "ServiceUnavailableError") \
-        or "rate limit" in text
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        if status in (408, 429) or status >= 500:
+            return True
+        if 400 <= status < 500:
+            return False
+    # Read after redaction: only kbstore's placeholder is left where a key was.
+    text = redact(str(exc)).lower()
+    if names & _RETRY_TYPES:
+        # A connection error that is really "no key configured" will not heal by waiting.
+        return not any(word in text for word in _CREDENTIAL_WORDS)
+    return "rate limit" in text
 
 
 def generate(config: HypeConfig, title: str, body: str) -> list[str]:
@@ -124,16 +167,22 @@ def generate(config: HypeConfig, title: str, body: str) -> list[str]:
                 model=config.model, messages=[{"role": "user", "content": prompt}],
                 temperature=config.temperature, max_tokens=config.max_tokens,
                 timeout=config.timeout)
-            return parse_questions(response.choices[0].message.content)
-        except HypeError:
-            raise
         except Exception as exc:
             if attempt == config.retries or not _is_retryable(exc):
                 raise
             log.info("HyPE call failed (%s), retrying in %.1fs", type(exc).__name__, delay)
             time.sleep(delay)
             delay *= 2
+            continue
+        return parse_questions(_answer_text(response))
     raise AssertionError("unreachable")
+
+
+def error_text(exc: BaseException, *, keep: tuple[str, ...] = ()) -> str:
+    """An exception as one redacted line for the database and logs
+    (redacted before it is cut, so a cut never leaves half a key)."""
+    message = redact(str(exc), keep=keep)
+    return redact(f"{type(exc).__name__}: {message}", keep=keep)[:MAX_ERROR_CHARS]
 
 
 def generate_many(config: HypeConfig, items: list[tuple[str, str, str]],
@@ -149,6 +198,7 @@ def generate_many(config: HypeConfig, items: list[tuple[str, str, str]],
     # once, so counting while consuming results would trip far too late.
     failures_in_row = [0]
     lock = threading.Lock()
+    keep = (config.model,)  # the model name is what a user needs to read in an error
 
     def one(item: tuple[str, str, str]) -> tuple[str, list[str] | None, str | None]:
         key, title, body = item
@@ -158,14 +208,18 @@ def generate_many(config: HypeConfig, items: list[tuple[str, str, str]],
         try:
             result = generate(config, title, body)
         except HypeError as exc:  # the LLM answered, just not usefully: not an outage
-            return key, None, f"HypeError: {exc}"
+            with lock:  # ... and it is reachable: the outages are not "in a row"
+                failures_in_row[0] = 0
+            return key, None, error_text(exc, keep=keep)
         except Exception as exc:  # the document is kept either way
             with lock:
                 failures_in_row[0] += 1
-            return key, None, f"{type(exc).__name__}: {_redact(str(exc))[:300]}"
+            return key, None, error_text(exc, keep=keep)
         with lock:
             failures_in_row[0] = 0
         return key, result, None
+
+    from concurrent.futures import ThreadPoolExecutor  # only when HyPE runs
 
     with ThreadPoolExecutor(max_workers=max(1, config.concurrency)) as pool:
         for key, result, error in pool.map(one, items):
@@ -179,11 +233,3 @@ def generate_many(config: HypeConfig, items: list[tuple[str, str, str]],
         log.warning("HyPE failed for %d document(s) (left pending): %s", len(errors),
                     next(iter(errors.values())))
     return questions, errors
-
-
-_SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|api[_-]?key[=:]\s*\S+|Bearer\s+\S+)", re.IGNORECASE)
-
-
-def _redact(text: str) -> str:
-    """Error texts go into the database: never let a key ride along."""
-    return _SECRET.sub("[redacted]", text)

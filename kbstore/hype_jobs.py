@@ -80,10 +80,13 @@ def run_hype(store: KnowledgeStore, mode: str = "pending", *, concurrency: int |
                 counts["questions"] += len(store.backend.questions(doc.path))
         if progress:
             progress(len(batch))
-        if outcome.llm_failures and len(outcome.llm_failures) == len(batch) and \
-                start + size < len(targets):
-            # Every call of a batch failed: the LLM is down (no key, no
-            # network). The rest stays pending for the next run.
+        if (outcome.llm_failures and not outcome.report.hype_generated
+                and outcome.llm_calls < len(outcome.llm_failures) and start + size < len(targets)):
+            # Nothing in the batch succeeded and the breaker stopped sending
+            # (calls kept raising): the LLM is down (no key, no network). The
+            # rest stays pending for the next run. Answers that were merely
+            # unusable do not count: documents whose answers are always bad
+            # sort first on every run and would otherwise block the rest.
             rest = len(targets) - start - size
             counts["aborted"] = True
             counts["failed"] += rest

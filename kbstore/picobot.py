@@ -19,10 +19,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .backends import is_url
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
 from .files import atomic_write, render_markdown
-from .ingest import TOPICS, normalize_tags, parse_file
+from .ingest import TOPICS, make_document, normalize_tags, parse_file
 
 __all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]
 # Re-index rounds after a store(): another process may rewrite the same file
@@ -114,7 +115,10 @@ class KnowledgeBase:
 
     ``base_path`` is the knowledge folder itself; else ``workspace/knowledge``
     (and ``workspace/skills`` is indexed too). The database lives at
-    ``data_dir/kb.sqlite``. ``embedder`` overrides the default nomic model
+    ``data_dir/kb.sqlite`` unless ``db`` names the file. ``store`` is an
+    already-open :class:`kbstore.KnowledgeStore` to index into instead (a
+    server sharing its warm model); it stays open on :meth:`close`, its owner
+    closes it. ``embedder`` overrides the default nomic model
     (``inference_mode`` 'local' or 'remote'); ``hype``/``model`` control
     HyPE question generation (``model`` is the litellm model name).
     """
@@ -123,7 +127,8 @@ class KnowledgeBase:
                  workspace: str | os.PathLike[str] | None = None,
                  data_dir: str | os.PathLike[str] | None = None,
                  inference_mode: str = "local", hype: bool = True, model: str | None = None,
-                 embedder: Embedder | str | None = None) -> None:
+                 embedder: Embedder | str | None = None,
+                 db: str | os.PathLike[str] | None = None, store: Any = None) -> None:
         if base_path is not None:
             self.base = Path(base_path).expanduser()
             self.root = self.base  # what reindex scans
@@ -134,13 +139,23 @@ class KnowledgeBase:
             self.root = ws
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else \
             DEFAULT_DATA_DIR.expanduser()
-        self.db_path = self.data_dir / DB_NAME
+        # The index: a file (default data_dir/kb.sqlite) or a postgresql:// URL.
+        self.db: str | Path = (store.location if store is not None else
+                               str(db) if db is not None and is_url(db) else
+                               Path(db).expanduser() if db is not None else
+                               self.data_dir / DB_NAME)
         self.inference_mode = inference_mode
         self.hype = hype
         self.model = model
         self._embedder = embedder
-        self._store: Any = None
+        self._store: Any = store
+        self._owns_store = store is None
         self._reconciled = False
+
+    @property
+    def db_path(self) -> Path:
+        """The index file (for a file-backed index)."""
+        return Path(self.db)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -151,18 +166,19 @@ class KnowledgeBase:
         if self._store is None:
             from .store import KnowledgeStore
 
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            if isinstance(self.db, Path):
+                self.db.parent.mkdir(parents=True, exist_ok=True)
             embedder = self._embedder if self._embedder is not None else DEFAULT_EMBEDDER
-            self._store = KnowledgeStore.open(self.db_path, embedder, hype=self.hype,
+            self._store = KnowledgeStore.open(self.db, embedder, hype=self.hype,
                                               hype_model=self.model,
                                               inference_mode=self.inference_mode)
         return self._store
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and self._owns_store:
             self._store.close()
             self._store = None
-            self._reconciled = False
+        self._reconciled = False
 
     def __enter__(self) -> KnowledgeBase:
         return self
@@ -207,6 +223,10 @@ class KnowledgeBase:
         created = _existing_created(target) or today
         meta = {"title": title, "topic": topic, "tags": tag_list, "created": created,
                 "updated": today}
+        # Refuse what the index would refuse before a file exists that every
+        # later import would skip (e.g. a 5,000-character title).
+        make_document(rel, title=title, body=body, tags=tag_list, created=created,
+                      updated=today)
         atomic_write(target, render_markdown(meta, body))
         try:
             self._index_file(target, rel)

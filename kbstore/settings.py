@@ -19,6 +19,9 @@ BUSY_TIMEOUT_ENV = "KBSTORE_BUSY_TIMEOUT_MS"
 HYPE_ENV = "KBSTORE_HYPE"                   # 0/false/no/off disables HyPE on import
 HYPE_MODEL_ENV = "KBSTORE_HYPE_MODEL"       # litellm model name
 NOMIC_MODEL_DIR_ENV = "KBSTORE_NOMIC_MODEL_DIR"  # a folder holding the nomic .gguf
+CACHE_DIR_ENV = "KBSTORE_CACHE_DIR"          # derived model files, the query-vector cache
+QUERY_CACHE_ENV = "KBSTORE_QUERY_CACHE"      # 0/false/no/off: do not cache query vectors
+EMBED_THREADS_ENV = "KBSTORE_EMBED_THREADS"  # onnxruntime intra-op threads (default: its own)
 
 DEFAULT_HYPE_MODEL = "openai/gpt-4o-mini"
 # Documents per write transaction: big enough to amortise embedding calls,
@@ -39,6 +42,9 @@ class Settings:
     # The WAL file is truncated back to this size after a checkpoint resets
     # it (without a limit it keeps its largest size forever).
     journal_size_limit: int = 64 * 1024 * 1024
+    cache_dir: str = ""               # "" = $XDG_CACHE_HOME/kbstore or ~/.cache/kbstore
+    query_cache: bool = True
+    embed_threads: int | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -51,8 +57,17 @@ class Settings:
             raise KBStoreError(f"{BUSY_TIMEOUT_ENV}={timeout!r}: expected milliseconds") from None
         if busy < 0:
             raise KBStoreError(f"{BUSY_TIMEOUT_ENV}={timeout!r}: must not be negative")
+        threads = (env.get(EMBED_THREADS_ENV) or "").strip()
+        if threads and (not threads.isdigit() or int(threads) < 1):
+            raise KBStoreError(f"{EMBED_THREADS_ENV}={threads!r}: expected a positive integer")
+        cache = (env.get(CACHE_DIR_ENV) or "").strip() or os.path.join(
+            (env.get("XDG_CACHE_HOME") or "").strip() or os.path.expanduser("~/.cache"),
+            "kbstore")
         return cls(
             binding=binding,
+            cache_dir=cache,
+            query_cache=env.get(QUERY_CACHE_ENV, "1").strip().lower() not in _FALSE,
+            embed_threads=int(threads) if threads else None,
             busy_timeout_ms=busy,
             hype_enabled=env.get(HYPE_ENV, "1").strip().lower() not in _FALSE,
             hype_model=(env.get(HYPE_MODEL_ENV) or "").strip() or DEFAULT_HYPE_MODEL,

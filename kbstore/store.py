@@ -137,10 +137,10 @@ class KnowledgeStore:
     def get(self, path: str) -> Document | None:
         return self.backend.get(path)
 
-    def list(self, *, topic: str | None = None, limit: int | None = None,
+    def documents(self, *, topic: str | None = None, limit: int | None = None,
              recent: bool = True) -> list[Document]:
         """Documents (of ``topic``), newest first (``recent``) or by path."""
-        return self.backend.list(topic=topic, limit=limit, recent=recent)
+        return self.backend.documents(topic=topic, limit=limit, recent=recent)
 
     def paths(self) -> list[str]:
         return self.backend.paths()
@@ -226,7 +226,7 @@ class KnowledgeStore:
         report = outcome.report
         seen: set[str] = set()
 
-        def documents() -> Iterable[Document]:
+        def parsed() -> Iterable[Document]:
             for rel, file, reason in scan_workspace(root):
                 seen.add(rel)
                 if reason or file is None:
@@ -239,7 +239,7 @@ class KnowledgeStore:
                     report.skipped.append(Skipped(rel, str(exc)))
                     log.warning("skipped %s: %s", rel, exc)
 
-        outcome.add(self.write(documents(), batch_size=batch_size, progress=progress,
+        outcome.add(self.write(parsed(), batch_size=batch_size, progress=progress,
                                provided=provided))
         self.backend.checkpoint()  # a bulk write: fold the WAL back (and truncate it)
         stored = self.paths()
@@ -336,9 +336,12 @@ class KnowledgeStore:
         if query_vector is not None:
             blob = query_blob(query_vector, self._dim())
         elif self.embedder is not None and self.backend.fingerprint() is not None:
-            raw = self.embedder.embed_queries([query])[0]
-            vector = [float(x) for x in raw]
-            blob = query_blob(vector, self._dim())
+            one = getattr(self.embedder, "query_vector_blob", None)
+            if callable(one):  # float32 bytes, from a cache without numpy when seen before
+                blob = query_blob(one(query), self._dim())
+            else:
+                vector = [float(x) for x in self.embedder.embed_queries([query])[0]]
+                blob = query_blob(vector, self._dim())
         request = _query.analyse(query, blob, topic=topic, limit=limit, now=now,
                                  settings=resolved, explain=explain)
         if vector is None and blob is not None:

@@ -242,7 +242,7 @@ class Writer:
         current = hq is not None and hq.status == OK and hq.content_hash == hhash
         given = storable_questions(provided.questions if provided else None,
                                    self.backend.max_questions)
-        if current and not force_llm:
+        if current and hq is not None and not force_llm:
             if hv is None or hv.content_hash != hhash or hv.model != self.fp:
                 texts = self.backend.questions(path) if stored is not None else []
                 if texts:
@@ -330,11 +330,11 @@ class Writer:
         flat = [t for w in needing for t in w.change.questions.texts]  # type: ignore[union-attr]
         if flat:
             # Questions are queries: embed them like queries (question-to-question match).
-            vectors = list(self.embedder.embed_queries(flat))
+            qvectors: list[Any] = list(self.embedder.embed_queries(flat))
             for work in needing:
                 q = work.change.questions
                 assert q is not None
-                mine, vectors = vectors[:len(q.texts)], vectors[len(q.texts):]
+                mine, qvectors = qvectors[:len(q.texts)], qvectors[len(q.texts):]
                 if all(usable(v, self.embedder.dim) for v in mine):
                     q.vectors = [unit(v) for v in mine]
                 else:

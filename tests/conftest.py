@@ -1,20 +1,29 @@
-"""Shared fixtures: a deterministic fake embedder, a fake LLM, temp stores.
+"""Shared fixtures: a deterministic fake embedder, a fake LLM, the sample
+workspace and a CLI runner.
 
-No unit test touches the network or loads a model: the store uses
-FakeEmbedder and HyPE calls go to a monkeypatched ``litellm.completion``.
+No unit test touches the network or loads a model: stores use FakeEmbedder
+and HyPE calls go to a monkeypatched ``litellm.completion``. Store locations
+come from ``tests/contract/conftest.py`` (any backend) or
+``tests/sqlite/conftest.py`` (SQLite files).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from kbstore import FakeEmbedder, KnowledgeStore
+from kbstore import FakeEmbedder
+
+# PostgreSQL fixtures (pg_url, pg_kb, pg_database): a real server, started
+# only when a test asks for one.
+pytest_plugins = ["tests.conftest_pg"]
 
 # litellm fetches a model price list over the network at import time unless
 # told to use its bundled copy: unit tests never touch the network.
@@ -22,26 +31,29 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_env(monkeypatch: pytest.MonkeyPatch,
+                  tmp_path_factory: pytest.TempPathFactory) -> None:
     for name in ("KBSTORE_DB", "KBSTORE_HYPE", "KBSTORE_HYPE_MODEL", "KBSTORE_SQLITE_BINDING",
-                 "KBSTORE_NOMIC_MODEL_DIR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+                 "KBSTORE_BUSY_TIMEOUT_MS", "KBSTORE_NOMIC_MODEL_DIR", "KBSTORE_QUERY_CACHE",
+                 "KBSTORE_EMBED_THREADS", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # Derived model files and cached query vectors go to a per-session folder,
+    # never the user's ~/.cache.
+    monkeypatch.setenv("KBSTORE_CACHE_DIR", str(_session_cache(tmp_path_factory)))
+
+
+_CACHE: list[Path] = []
+
+
+def _session_cache(factory: pytest.TempPathFactory) -> Path:
+    if not _CACHE:
+        _CACHE.append(factory.mktemp("kbstore-cache"))
+    return _CACHE[0]
 
 
 @pytest.fixture
 def embedder() -> FakeEmbedder:
     return FakeEmbedder(dim=64)
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "kb.sqlite"
-
-
-@pytest.fixture
-def store(db_path: Path, embedder: FakeEmbedder):
-    with KnowledgeStore.open(db_path, embedder, hype=False) as s:
-        yield s
 
 
 @pytest.fixture
@@ -62,7 +74,7 @@ class FakeLLM:
         self.answer = lambda prompt: (
             "How do I use this?\nWhat is this about?\nWhen should I read this?")
 
-    def __call__(self, **kwargs):
+    def __call__(self, **kwargs):  # type: ignore[no-untyped-def]
         self.calls.append(kwargs)
         if self.fail_with is not None:
             raise self.fail_with
@@ -78,3 +90,20 @@ def fake_llm(monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
     llm = FakeLLM()
     monkeypatch.setattr(litellm, "completion", llm)
     return llm
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., Any]:
+    """``run_cli(*args)``: the kbstore CLI through click's CliRunner (stdout and
+    stderr captured apart; exceptions other than click's propagate)."""
+    from click.testing import CliRunner
+
+    from kbstore.cli import _register, cli
+
+    _register()
+    runner = CliRunner()
+
+    def invoke(*args: Any, input: str | None = None) -> Any:
+        return runner.invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+    return invoke

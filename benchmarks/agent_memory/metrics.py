@@ -53,8 +53,13 @@ def age_bucket(age_days: float) -> str:
 
 
 def newest_relevant(rels: dict[str, int], dates: dict[str, dt.datetime | None]) -> str | None:
-    dated = [(dates[p], p) for p in rels if rels[p] > 0 and dates.get(p) is not None]
-    return max(dated)[1] if dated else None
+    """The entry a "latest" question wants at rank 1: the newest among the
+    best-graded ones (an overview updated later but graded lower is not it)."""
+    dated = [(rels[p], dates[p], p) for p in rels if rels[p] > 0 and dates.get(p) is not None]
+    if not dated:
+        return None
+    best = max(grade for grade, _, _ in dated)
+    return max((d, p) for grade, d, p in dated if grade == best)[1]
 
 
 def score_query(ranked: Sequence[str], rels: dict[str, int]) -> dict[str, float]:

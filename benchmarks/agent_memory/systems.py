@@ -75,6 +75,7 @@ class Stores:
         self.stores: dict[str, Any] = {}
         self.meta: dict[str, dict[str, tuple[str, str]]] = {}  # kb -> path -> (topic, type)
         self._prefill(docs)
+        root.mkdir(parents=True, exist_ok=True)
         for i, (kb, rows) in enumerate(sorted(docs.items())):
             store = KnowledgeStore.open(root / f"kb{i:03d}.sqlite", embedder, hype=False)
             for r in rows:

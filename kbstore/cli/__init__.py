@@ -14,7 +14,7 @@ __all__ = ["cli", "main"]
 
 def _register() -> None:
     """Import the command modules (each registers its commands on import)."""
-    from . import admin, content, doctor, exchange, hype_cmd  # noqa: F401
+    from . import admin, content, doctor, exchange, hype_cmd, mcp_cmd  # noqa: F401
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def open_store(db_path: str, *, read_only: bool = False, create: bool = False,
-               embedder: str | None = None, hype: bool | None = False,
+               embedder: Any = None, hype: bool | None = False,
                hype_model: str | None = None, **options: Any) -> Any:
     """The store for a command. Read commands open read-only (nothing is
     created or modified); only commands that make a knowledge base create one."""
@@ -92,15 +92,22 @@ def cli(verbose: bool) -> None:
     """
     import logging
 
-    from ..redact import install_log_filter
+    from .. import redact
 
     # Commands print their own reports; the library's warnings repeat them,
-    # so they show only with --verbose. Errors always show (redacted).
+    # so they show only with --verbose. Errors always show (redacted). The
+    # logger is put back as it was when the command ends.
+    redact.install()
     logger = logging.getLogger("kbstore")
-    if not any(getattr(h, "_kbstore_cli", False) for h in logger.handlers):
-        handler = logging.StreamHandler()  # stderr, looked up when a record is emitted
-        handler.setFormatter(logging.Formatter("kbstore: %(message)s"))
-        handler._kbstore_cli = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("kbstore: %(message)s"))
+    before = (logger.level, logger.propagate)
+    logger.addHandler(handler)
     logger.setLevel(logging.INFO if verbose else logging.ERROR)
-    install_log_filter()
+    logger.propagate = False
+
+    def restore() -> None:
+        logger.removeHandler(handler)
+        logger.level, logger.propagate = before
+
+    click.get_current_context().call_on_close(restore)

@@ -55,7 +55,8 @@ def test_bad_jsonl_records_are_skipped_with_their_line_and_the_rest_imported(
     assert result.exit_code == 0, result.output
     with KnowledgeStore.open(db, read_only=True) as store:
         assert len(store) == 70
-    skipped = [line for line in result.output.splitlines() if "skipped" in line and ".jsonl:" in line]
+    skipped = [line for line in result.output.splitlines()
+               if "skipped" in line and ".jsonl:" in line]
     assert len(skipped) == len(BAD_RECORDS)
     assert all("in.jsonl:" in line for line in skipped)
 

@@ -34,7 +34,8 @@ def test_sqlite_utils_detects_the_fts_index_and_searches_it(tmp_path: Path) -> N
 
 
 def _can_load_extensions(python: Path) -> bool:
-    probe = "import sqlite3, sys; sys.exit(0 if hasattr(sqlite3.Connection, 'enable_load_extension') else 1)"
+    probe = ("import sqlite3, sys; "
+             "sys.exit(0 if hasattr(sqlite3.Connection, 'enable_load_extension') else 1)")
     return python.exists() and subprocess.run([str(python), "-c", probe]).returncode == 0
 
 

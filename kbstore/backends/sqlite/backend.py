@@ -194,9 +194,9 @@ class SQLiteBackend:
                                 (path,)).fetchone()
         return None if row is None else _doc(row)
 
-    def list(self, *, topic: str | None = None, limit: int | None = None,
+    def documents(self, *, topic: str | None = None, limit: int | None = None,
              recent: bool = False) -> list[Document]:
-        order = "coalesce(updated, created) DESC, id DESC" if recent else "path"
+        order = "coalesce(updated, created, '') DESC, path DESC" if recent else "path"
         rows = self.conn.execute(
             f"SELECT {_DOC_COLUMNS} FROM documents WHERE ? IS NULL OR topic = ? "
             f"ORDER BY {order} LIMIT ?", (topic, topic, -1 if limit is None else limit))
@@ -374,7 +374,7 @@ class SQLiteBackend:
     def _write_document(self, doc: Document, now: Stored | None) -> int:
         values = (doc.title, json.dumps(doc.tags, ensure_ascii=False), doc.body, doc.topic,
                   doc.doc_type, doc.created, doc.updated, doc.content_hash(),
-                  json.dumps(doc.extra, ensure_ascii=False, sort_keys=True, default=str))
+                  json.dumps(doc.extra, ensure_ascii=False, default=str))  # order kept for export
         if now is None:
             cur = self.conn.execute(
                 "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "

@@ -177,6 +177,7 @@ def connect(path: str | os.PathLike[str], *, mode: str = "create",
             load_vec(conn)
         conn.execute(f"PRAGMA busy_timeout = {int(settings.busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # 'not a database'?
         _ensure_math(conn)
     except module.DatabaseError as exc:
         conn.close()

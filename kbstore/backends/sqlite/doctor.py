@@ -9,6 +9,7 @@ dropped index, trigger or FTS table is noticed and re-created exactly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from functools import lru_cache
 from typing import Any
@@ -71,7 +72,17 @@ def fts_tables() -> list[str]:
 
 
 def _integrity(conn: Connection) -> Check:
-    rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+    # FTS5 caches each index's structure per connection, and the integrity
+    # check trusts that cache: on a connection that read an index before
+    # another process wrote to it, it reported "malformed inverted index"
+    # for a healthy file. A query on each index in the same read transaction
+    # reloads the structure first.
+    with snapshot(conn):
+        for table in fts_tables():  # constants
+            with contextlib.suppress(Exception):  # a dropped table: the schema check says so
+                conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH 'kbstore' "
+                             "LIMIT 1").fetchall()
+        rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
     bad = [] if rows == ["ok"] else rows
     return Check("integrity", len(bad), "; ".join(bad[:3]) or "PRAGMA integrity_check: ok",
                  fixable=False, sample=bad[:SAMPLE])
@@ -191,6 +202,9 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     add("stale_vectors", {d for d, (h, _, _) in doc_rows.items()
                           if d in docs and h != docs[d].vector_hash()},
         "document vectors made from older content")
+    add("secrets_in_errors", _unredacted(conn),
+        "stored LLM errors that still hold what looks like a credential (written by an "
+        "older kbstore); --fix redacts them")
     add("pending_hype", {d for d, (_, _, s) in qrows.items() if d in ids and s == PENDING},
         "documents whose HyPE questions wait for the LLM (`kbstore hype`)",
         fixable=False, problem=False)
@@ -224,6 +238,13 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     add("invalid_vectors", {owner(v)[0] for v in _invalid_vectors(conn)},
         "documents with NaN, infinite, zero or wrong-size vectors")
     return checks
+
+
+def _unredacted(conn: Connection) -> set[int]:
+    from ...redact import redact
+
+    return {int(d) for d, error in conn.execute(
+        "SELECT doc_id, error FROM derived WHERE error IS NOT NULL") if redact(error) != error}
 
 
 def _rows(conn: Connection, sql: str) -> dict[int, int]:
@@ -318,6 +339,14 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
         if "rebuild_in_progress" in bad:
             _vectors.stage_drop(conn)
             actions.append("discarded the vectors staged by an interrupted reembed")
+        if "secrets_in_errors" in bad:
+            from ...redact import redact
+
+            rows = conn.execute("SELECT doc_id, kind, error FROM derived "
+                                "WHERE error IS NOT NULL").fetchall()
+            conn.executemany("UPDATE derived SET error = ? WHERE doc_id = ? AND kind = ?",
+                             [(redact(e), d, k) for d, k, e in rows if redact(e) != e])
+            actions.append("redacted credentials in stored LLM errors")
         actions += _delete_orphans(conn, bad)
         actions += _forget_bad_vectors(conn, bad)
     return actions

@@ -1,0 +1,92 @@
+"""benchmarks/results/reliability.md: the reliability figures as tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+PATH_COLUMNS = ("trials", "killed_mid_way", "corrupt", "half_indexed", "lost", "resumed")
+RACE_COLUMNS = ("rounds", "deletes", "resurrected", "lost", "errors", "store_damage")
+FUZZ_COLUMNS = ("inputs", "accepted", "skipped_with_reason", "unaccounted", "crashes",
+                "good_lost", "store_damage")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return str(len(value))
+    return "-" if value is None else str(value)
+
+
+def _table(rows: dict[str, dict[str, Any]], first: str, columns: tuple[str, ...],
+           extra: tuple[str, ...] = ()) -> list[str]:
+    head = (first, *columns, *extra)
+    lines = ["| " + " | ".join(h.replace("_", " ") for h in head) + " |",
+             "|" + "---|" * len(head)]
+    for name, row in rows.items():
+        lines.append("| " + " | ".join([name, *(_cell(row.get(c)) for c in columns + extra)])
+                     + " |")
+    return lines
+
+
+def render(results: dict[str, Any]) -> str:
+    out = ["# Reliability", "",
+           "Made by `python benchmarks/reliability.py` (FakeEmbedder, a stand-in LLM; "
+           "the checker reads the file with plain SQL). Every figure but *trials*, "
+           "*killed mid way*, *resumed*, *deletes* and *inputs* should be 0.", ""]
+    paths = results.get("paths", {})
+    if paths:
+        out += ["## SIGKILL at a random moment of each write path", "",
+                "*killed mid way*: the command was still running when it was killed; "
+                "*corrupt*: the file failed `integrity_check` or an FTS5 integrity check; "
+                "*half indexed*: a document whose vectors/FTS/questions/hash rows disagree "
+                "with its content (for reembed: vectors of two embedders; for doctor: damage "
+                "it did not inflict; for export: a partial target); *lost*: committed data "
+                "missing or changed (for export: the source changed); *resumed*: the same "
+                "command run again completed and left a healthy store.", ""]
+        out += _table(paths, "write path", PATH_COLUMNS, ("window_seconds",))
+        out.append("")
+        stray = {k: v["stray_temp_files"] for k, v in paths.items() if "stray_temp_files" in v}
+        if stray:
+            out += ["Hidden temp files/folders left beside an export target by a kill (never "
+                    "the target itself): " + ", ".join(f"{k} {v}" for k, v in stray.items()),
+                    ""]
+    races = results.get("races", {})
+    if races:
+        out += ["## A delete (another process, public API) racing each long operation", "",
+                "*resurrected*: a deleted document came back in its old version; *lost*: a "
+                "document (or, for hype, its questions) that was not deleted is missing or "
+                "wrong; *errors*: anything either process saw (a 'database is locked' "
+                "counts); *store damage*: half-indexed rows after both finished.", ""]
+        out += _table(races, "operation", RACE_COLUMNS, ("window_seconds",))
+        out.append("")
+    fuzzers = results.get("fuzzers", {})
+    if fuzzers:
+        out += ["## Bad input per importer", "",
+                "*skipped with reason*: the item was refused and the report says why; "
+                "*unaccounted*: neither stored nor reported; *crashes*: a traceback or any "
+                "exception other than kbstore's own error with a reason; *good lost*: a good "
+                "item among the bad ones not stored.", ""]
+        out += _table(fuzzers, "input", FUZZ_COLUMNS)
+        out.append("")
+        llm = fuzzers.get("llm_answers", {})
+        if llm.get("left_pending_by_breaker") or llm.get("good_left_pending"):
+            out += [f"LLM answers: answers that arrive as exceptions look like an outage to "
+                    f"HyPE's breaker (three in a row stop the batch); "
+                    f"{llm.get('left_pending_by_breaker', 0)} documents were left pending "
+                    f"without being asked and {llm.get('good_left_pending', 0)} good ones were "
+                    "left pending with bad ones (not lost: the next `kbstore hype` asks again).",
+                    ""]
+    legacy = [k for k in ("crash", "concurrency", "two_writers", "migration_race",
+                          "query_fuzz") if k in results]
+    if legacy:
+        out += ["## Earlier scenarios", ""]
+        for key in legacy:
+            row = {k: v for k, v in results[key].items()
+                   if not isinstance(v, (dict, list)) or not v}
+            out.append(f"- **{key}**: " + ", ".join(f"{k} {v}" for k, v in sorted(row.items())))
+        out.append("")
+    return "\n".join(out)
+
+
+def write_markdown(results: dict[str, Any], file: Path) -> None:
+    file.write_text(render(results), encoding="utf-8")

@@ -1,0 +1,1 @@
+"""The backend contract suite: public API only, run against every backend."""

@@ -1,0 +1,51 @@
+"""Pure-Python references for the fusion the search statement computes
+(STYLE habit 7: fusion defined once in the backend's SQL, cross-checked here)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any
+
+RETRIEVERS = ("fm", "fts", "vec")
+EXPLAIN_NAMES = {"fm": "frontmatter", "fts": "fts", "vec": "vector"}
+
+
+def rrf_reference(rank_lists: dict[str, dict[int, int]], weights: dict[str, float],
+                  k: float) -> dict[int, float]:
+    """Weighted Reciprocal Rank Fusion: sum over retrievers of w / (k + rank)."""
+    scores: dict[int, float] = {}
+    for name, ranks in rank_lists.items():
+        for doc, rank in ranks.items():
+            scores[doc] = scores.get(doc, 0.0) + weights[name] / (k + rank)
+    return scores
+
+
+def convex_reference(score_lists: dict[str, dict[int, float]],
+                     weights: dict[str, float]) -> dict[int, float]:
+    """Sum of w x min-max-normalised score (a single-valued list counts as 1)."""
+    out: dict[int, float] = {}
+    for name, scores in score_lists.items():
+        if not scores:
+            continue
+        lo, hi = min(scores.values()), max(scores.values())
+        for doc, s in scores.items():
+            norm = (s - lo) / (hi - lo) if hi > lo else 1.0
+            out[doc] = out.get(doc, 0.0) + weights[name] * norm
+    return out
+
+
+def boost_for(doc_type: str, params: dict[str, Any]) -> float:
+    return {"skill": params["boost_skill"], "journal": params["boost_journal"]}.get(
+        doc_type, params["boost_entry"])
+
+
+def decay_for(doc_type: str, updated: str | None, now: str, half_life: float | None) -> float:
+    if doc_type != "journal" or not updated or not half_life:
+        return 1.0
+    ref = dt.datetime.fromisoformat(now)
+    when = dt.datetime.fromisoformat(updated)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    age = max((ref - when).total_seconds() / 86400, 0.0)
+    return math.exp(-math.log(2) * age / half_life)

@@ -1,0 +1,81 @@
+"""kbstore doctor through the public API and the CLI: a healthy store has no
+problems, pending HyPE is a note, and doctor never creates a store. Damage
+made on purpose with raw SQL is tested per backend (tests/sqlite/)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from kbstore import FakeEmbedder, KnowledgeStore
+from kbstore.doctor import diagnose, fix
+
+QUESTIONS = "How do I deploy?\nWhat breaks a release?\nWhen should I roll back?"
+
+
+@pytest.fixture
+def kb(location: str, fake_llm) -> Iterator[KnowledgeStore]:  # type: ignore[no-untyped-def]
+    """Three documents, each with a vector and three HyPE questions."""
+    fake_llm.answer = lambda prompt: QUESTIONS
+    store = KnowledgeStore.open(location, FakeEmbedder(64), hype=True)
+    store.upsert("projects/deploy.md", title="Deploy", body="ship it with a canary")
+    store.upsert("domains/sqlite.md", title="SQLite", body="full text search ranking")
+    store.upsert("journal/2026-01-02.md", title="Day", body="baked sourdough bread")
+    yield store
+    store.close()
+
+
+def test_a_healthy_store_has_no_problems(kb: KnowledgeStore) -> None:
+    report = diagnose(kb)
+    assert report.ok, [c.to_dict() for c in report.problems]
+    names = {c.name for c in report.checks}
+    assert {"integrity", "vector_table", "orphan_vectors", "orphan_questions",
+            "orphan_derived", "documents_missing_vectors", "stale_vectors",
+            "fingerprint_mismatch", "pending_hype"} <= names
+    assert all(c.count == 0 for c in report.checks)
+    assert report.to_dict()["ok"] is True and report.path == kb.location
+
+
+def test_fix_on_a_healthy_store_changes_nothing(kb: KnowledgeStore) -> None:
+    before = (kb.status(), [(h.path, h.score) for h in kb.search("deploy canary")])
+    report = fix(kb)
+    assert report.ok and report.fixed == []
+    after = (kb.status(), [(h.path, h.score) for h in kb.search("deploy canary")])
+    assert {k: v for k, v in after[0].items() if k != "file_bytes"} == \
+        {k: v for k, v in before[0].items() if k != "file_bytes"}
+    assert after[1] == before[1]
+
+
+def test_pending_hype_is_a_note_not_a_problem(location: str, fake_llm) -> None:  # type: ignore[no-untyped-def]
+    fake_llm.fail_with = RuntimeError("LLM down")
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=True) as store:
+        store.hype.backoff = 0
+        store.upsert("projects/a.md", title="A", body="alpha")
+        report = diagnose(store)
+    assert report.ok
+    assert report.get("pending_hype").count == 1
+    assert not report.get("pending_hype").problem
+
+
+def test_cli_doctor_on_a_healthy_store(kb: KnowledgeStore, location: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+    healthy = run_cli("doctor", "--db", location)
+    assert healthy.exit_code == 0, healthy.output
+    assert "no problems found" in healthy.output and "ok     integrity" in healthy.output
+    data = json.loads(run_cli("doctor", "--db", location, "--json").output)
+    assert data["ok"] is True and data["fixed"] == []
+    assert all(c["ok"] for c in data["checks"])
+    fixed = run_cli("doctor", "--db", location, "--fix")
+    assert fixed.exit_code == 0 and "no problems found" in fixed.output
+    usage = run_cli("doctor", "--db", location, "--embedder", "fake")
+    assert usage.exit_code == 2 and "--embedder only applies with --fix" in usage.output
+
+
+@pytest.mark.parametrize("fix_flag", [(), ("--fix",)], ids=["check", "fix"])
+def test_cli_doctor_does_not_create_a_missing_database(backend, run_cli, fix_flag) -> None:  # type: ignore[no-untyped-def]
+    missing = backend.missing()
+    result = run_cli("doctor", "--db", missing, *fix_flag)
+    assert result.exit_code == 1
+    assert "no database" in result.output
+    assert not backend.exists(missing)
