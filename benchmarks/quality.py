@@ -477,7 +477,8 @@ Components = dict[str, dict[str, tuple[Any, ...]]]  # qid -> doc -> ranks and ra
 
 def components(col: Collection, settings: dict[str, Any]) -> Components:
     """Per query and document: (fm rank, fm weight, fts rank, bm25, vec rank,
-    cosine, hype rank, question cosine) from the statement's explain output."""
+    cosine, hype rank, question cosine, hype_fts rank) from the statement's
+    explain output."""
     s = {**settings}
     limit = min(1000, sum(int(s.get(k, d)) for k, d in (
         ("fm_limit", 100), ("fts_limit", 100), ("vec_limit", 100), ("vec_limit", 100))))
@@ -488,7 +489,8 @@ def components(col: Collection, settings: dict[str, Any]) -> Components:
             h.explain["ranks"]["frontmatter"], h.explain["frontmatter_weight"],
             h.explain["ranks"]["fts"], h.explain["raw"]["bm25"],
             h.explain["ranks"]["vector"], h.explain["raw"]["cosine"],
-            h.explain["ranks"]["hype"], h.explain["raw"]["question_cosine"]) for h in hits}
+            h.explain["ranks"]["hype"], h.explain["raw"]["question_cosine"],
+            h.explain["ranks"]["hype_fts"]) for h in hits}
     return out
 
 
@@ -499,15 +501,18 @@ def _minmax(docs: dict[str, tuple[Any, ...]], i: int) -> dict[str, float]:
 
 
 def fuse(comp: Components, fusion: str, k_rrf: float = 20.0, w_fm: float = 1.0,
-         w_fts: float = 1.0, w_vec: float = 1.0, w_hype: float = 1.0) -> dict[str, list[str]]:
-    """search.sql's fusion in Python (rrf, or convex without the fm list)."""
+         w_fts: float = 1.0, w_vec: float = 1.0, w_hype: float = 1.0,
+         w_hype_fts: float = 1.5) -> dict[str, list[str]]:
+    """search.sql's fusion in Python (rrf, or convex without the fm and hype_fts lists)."""
     out = {}
     for qid, docs in comp.items():
         if fusion == "rrf":
             score = {d: (w_fm * c[1] / (k_rrf + c[0]) if c[0] else 0.0)
                      + (w_fts / (k_rrf + c[2]) if c[2] else 0.0)
                      + (w_vec / (k_rrf + c[4]) if c[4] else 0.0)
-                     + (w_hype / (k_rrf + c[6]) if c[6] else 0.0) for d, c in docs.items()}
+                     + (w_hype / (k_rrf + c[6]) if c[6] else 0.0)
+                     + (w_hype_fts / (k_rrf + c[8]) if c[8] else 0.0)
+                     for d, c in docs.items()}
         else:
             nf, nv, nh = _minmax(docs, 3), _minmax(docs, 5), _minmax(docs, 7)
             score = {d: w_fts * nf.get(d, 0.0) + w_vec * nv.get(d, 0.0)
@@ -528,16 +533,19 @@ RETRIEVER_GRID: dict[str, dict[str, Any]] = {
 
 def fusion_grid(hype: bool = False) -> list[dict[str, Any]]:
     grid: list[dict[str, Any]] = []
+    hype_weights = [(h, q) for h in (0.5, 1.0, 1.5) for q in (0.5, 1.0, 1.5)] if hype \
+        else [(1.0, 1.5)]
     for k in (5, 10, 20, 40, 60, 100):
         for w_vec in (0.75, 1.0, 1.25, 1.5, 2.0):
             for w_fm in (0.0, 0.25, 0.5, 1.0):
-                for w_hype in ((0.5, 0.75, 1.0, 1.25, 1.5, 2.0) if hype else (1.0,)):
+                for w_hype, w_hype_fts in hype_weights:
                     grid.append({"fusion": "rrf", "k_rrf": float(k), "w_fm": w_fm,
-                                 "w_fts": 1.0, "w_vec": w_vec, "w_hype": w_hype})
+                                 "w_fts": 1.0, "w_vec": w_vec, "w_hype": w_hype,
+                                 "w_hype_fts": w_hype_fts})
     for w_vec in (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
         for w_hype in ((0.2, 0.4, 0.6) if hype else (0.0,)):
             grid.append({"fusion": "convex", "w_fm": 0.0, "w_fts": round(1 - w_vec, 2),
-                         "w_vec": w_vec, "w_hype": w_hype})
+                         "w_vec": w_vec, "w_hype": w_hype, "w_hype_fts": 0.0})
     return grid
 
 

@@ -45,7 +45,7 @@ def chunk_spans(body: str, max_tokens: int | None) -> list[tuple[int, int]]:
     if len(words) <= size:
         return []
     step = max(1, size - int(size * OVERLAP))
-    spans = []
+    spans: list[tuple[int, int]] = []
     start = 0
     while start < len(words) and len(spans) < MAX_CHUNKS:
         end = min(start + size, len(words))

@@ -46,7 +46,7 @@ where which while who whom why will with would you your yours yourself yourselve
 # tag match, curated metadata, keeps the frontmatter weight w_fm (1.0).
 DEFAULTS: dict[str, Any] = {
     "fusion": "rrf", "k_rrf": 20.0, "w_fm": 1.0, "w_fm_title": 0.25, "w_fts": 1.0,
-    "w_vec": 1.0, "w_hype": 1.0, "w_hype_fts": 1.5, "w_date": 1.0,
+    "w_vec": 1.0, "w_hype": 1.0, "w_hype_fts": 1.5, "w_date": 1.5,
     # HyPE: a document's question-vector score is the mean of its hype_top best
     # questions (chosen on Cranfield, see benchmarks/results/quality.md).
     "hype_top": 3,
@@ -54,10 +54,10 @@ DEFAULTS: dict[str, Any] = {
     "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0,
     # Recency (journal entries): a bounded factor 1 - recency_weight * (1 -
     # 2^(-age / half_life_days)); half_life_days None or 0: off.
-    "half_life_days": 30.0, "recency_weight": 0.2,
+    "half_life_days": 30.0, "recency_weight": 0.05,
     # "Latest" questions: hits within latest_ratio of the best score come
     # newest first. latest None: detected from the query; True/False: forced.
-    "latest": None, "latest_ratio": 0.5,
+    "latest": None, "latest_ratio": 0.7,
     "fm_limit": 100, "fts_limit": 100, "vec_limit": 100, "date_limit": 100,
     # KNN candidates per vector kind before exact rescoring; None = auto,
     # max(VEC_K_AUTO[kind], 4 x limit). Documents: sign bits of real MiniLM

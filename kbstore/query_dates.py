@@ -215,9 +215,9 @@ def date_ranges(text: str, now: dt.date) -> list[Range]:
                 continue
             day_s, month_s, year_s = (m[1], m[2], m[3]) if key == "day_month" else (
                 m[2], m[1], m[3])
-            month, day = MONTHS[month_s], int(day_s)
-            found = _safe_date(int(year_s), month, day) if year_s else _latest_day(
-                now, month, day)
+            month_n, day_n = MONTHS[month_s], int(day_s)
+            found = _safe_date(int(year_s), month_n, day_n) if year_s else _latest_day(
+                now, month_n, day_n)
             add(m, _day(found) if found else None)
     for m in _RE["month_year"].finditer(query):
         if free(m):
@@ -266,7 +266,7 @@ def date_ranges(text: str, now: dt.date) -> list[Range]:
 
 
 _LATEST = re.compile(
-    r"\b(latest|newest|most\s+recent(?:ly)?|recent(?:ly)?|last\s+time|currently|current|"
+    r"\b(latest|newest|most\s+recent(?:ly)?|recent(?:ly)?|lately|last\s+time|currently|current|"
     r"nowadays|these\s+days|right\s+now|at\s+the\s+moment|any\s*more|still|so\s+far|"
     r"up\s+to\s+date|as\s+of\s+now|now)\b"
     r"|\b(?:when|what|where|how|who)\b[^?.!]*\b(?:did|was|were|have|has)\b[^?.!]*\blast\b"
