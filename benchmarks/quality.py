@@ -620,6 +620,25 @@ def title_weight(settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def hype_replay(args: argparse.Namespace, name: str,
+                hype_chosen: dict[str, Any]) -> dict[str, Any]:
+    """The same collection with the shipped HyPE questions replayed: every
+    retriever alone, the default with the HyPE lists off and on, and the
+    fusion chosen with HyPE on the tuning collection."""
+    col = Collection(name, args.data_dir, args.cache_dir, hype_questions=True)
+    print(f"== {name} with the shipped HyPE questions", flush=True)
+    col.open()
+    methods = {"FTS5 alone": FTS_ONLY, "vectors alone (document + chunks)": VEC_ONLY,
+               **HYPE_METHODS}
+    if hype_chosen:
+        methods[f"HyPE fusion tuned on {args.tune_on}"] = title_weight(hype_chosen)
+    try:
+        return {"methods": measure(col, methods), "replay_calls": col.replay.calls
+                if col.replay else 0, "replay_misses": col.replay.misses if col.replay else 0}
+    finally:
+        col.store.close()
+
+
 def run_all(args: argparse.Namespace, names: list[str]) -> int:
     started = time.strftime("%Y-%m-%d %H:%M")
     tune_col = Collection(args.tune_on, args.data_dir, args.cache_dir)
@@ -629,6 +648,18 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
     chosen = choose(rows)
     print(f"  chosen: {chosen}", flush=True)
     tune_col.store.close()
+    hype_chosen: dict[str, Any] = {}
+    if args.hype_questions and (args.data_dir / args.tune_on / HYPE_FILE).exists():
+        hype_col = Collection(args.tune_on, args.data_dir, args.cache_dir, hype_questions=True)
+        hype_col.open()
+        print(f"== tuning the HyPE lists on {args.tune_on}", flush=True)
+        hype_rows = tune(hype_col, hype=True, retrievers={"default": {}})
+        hype_chosen = choose(hype_rows)["default"]
+        print(f"  chosen with HyPE: {hype_chosen}", flush=True)
+        hype_col.store.close()
+        results_hype_top = hype_rows[:10]
+    else:
+        results_hype_top = []
     methods = {
         **BASE_METHODS,
         "FTS5 alone, plain bm25 (GUIDE settings)": {**FTS_ONLY, **PLAIN_BM25},
@@ -643,7 +674,8 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         "started": started, "commit": git_state(), "tuned_on": args.tune_on, "depth": DEPTH,
         "embedder": "minilm (all-MiniLM-L6-v2 int8, offline), 256-token truncation",
         "chosen": chosen,
-        "tuning_top": rows[:15], "guide": GUIDE, "anchors": ANCHORS, "targets": TARGETS,
+        "tuning_top": rows[:15], "hype_chosen": hype_chosen, "hype_tuning_top": results_hype_top,
+        "guide": GUIDE, "anchors": ANCHORS, "targets": TARGETS,
         "datasets": {},
     }
     for name in names:
@@ -663,6 +695,8 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
             "methods": measured, "plain_script": plain, "vector_recall@10_vs_exact": recall,
         }
         col.store.close()
+        if args.hype_questions and (args.data_dir / name / HYPE_FILE).exists():
+            results["datasets"][name]["hype_replay"] = hype_replay(args, name, hype_chosen)
     args.results_dir.mkdir(parents=True, exist_ok=True)
     (args.results_dir / "quality.json").write_text(json.dumps(results, indent=1))
     from benchmarks.quality_report import plot, write_markdown
@@ -688,6 +722,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="skip the plain-script reference (and its extra embeddings)")
     p.add_argument("--tune-on", default="cranfield",
                    help="the ONE collection fusion settings are chosen on")
+    p.add_argument("--hype-questions", action="store_true",
+                   help="also measure HyPE on the collections that ship hype_questions.jsonl.gz, "
+                        "replaying those questions in place of litellm.completion")
     p.add_argument("--hype", action="store_true",
                    help="generate HyPE questions with the configured LLM (see kbstore.hype)")
     return p.parse_args(argv)
