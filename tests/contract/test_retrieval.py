@@ -188,6 +188,28 @@ def test_latest_question_gets_the_newest_relevant_entry(kb: KnowledgeStore) -> N
     assert forced_off[0].path == f"journal/{_ago(300)}-dentist.md"
 
 
+def test_latest_question_reorders_only_the_best_few(kb: KnowledgeStore) -> None:
+    # Seven newer entries that each share a word or two with the question,
+    # one older entry that is the answer: a "latest" question must not let
+    # the newest partial matches push the answer out of the first results.
+    answer = f"journal/{_ago(90)}-boiler.md"
+    kb.upsert(answer, title="Boiler repair", updated=_ago(90),
+              body=f"the plumber repaired the boiler pressure valve {filler(20)}")
+    for i in range(7):
+        word = ("plumber", "boiler", "pressure", "valve", "repaired", "plumber", "boiler")[i]
+        kb.upsert(f"journal/{_ago(1 + i)}-day.md", title=f"Day {i}", updated=_ago(1 + i),
+                  body=f"{word} {filler(25, salt=str(i))}")
+    question = "when was the boiler pressure valve last repaired by the plumber"
+    hits = kb.search(question, now=NOW, explain=True, limit=10)
+    assert [h.path for h in hits[:5]].count(answer) == 1
+    reordered = [h for h in hits if h.explain["latest_rank"] is not None]
+    assert 1 <= len(reordered) <= 5 and answer in {h.path for h in reordered}
+    # the reordered few come newest first
+    assert [h.updated for h in reordered] == sorted((h.updated for h in reordered), reverse=True)
+    # latest_top=1: only the best match is eligible, so it comes first
+    assert kb.search(question, now=NOW, latest_top=1)[0].path == answer
+
+
 def test_recency_does_not_bury_a_strong_old_match(kb: KnowledgeStore) -> None:
     _dentist(kb)
     hits = kb.search("dentist filling appointment", explain=True, now=NOW)
@@ -252,7 +274,9 @@ def test_a_tag_that_is_a_common_query_word_does_not_dominate(kb: KnowledgeStore)
 
 def test_default_floor_is_stored_per_database_and_drops_nonsense(tmp_path: Path) -> None:
     path = tmp_path / "kb.sqlite"
-    with KnowledgeStore.open(path, FakeEmbedder(64, min_similarity=0.3), hype=False) as kb:
+    # 256 dimensions: in 64, the hashed nonsense words happen to collide with
+    # "kiln" (cosine 0.47)
+    with KnowledgeStore.open(path, FakeEmbedder(256, min_similarity=0.3), hype=False) as kb:
         kb.upsert("domains/bread.md", title="Sourdough starter",
                   body="feed the sourdough starter with rye flour twice a day")
         kb.upsert("domains/kiln.md", title="Kiln", body="kiln firing schedule for stoneware")

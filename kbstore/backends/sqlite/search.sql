@@ -28,9 +28,10 @@
 --            age from `updated` at :now; never below 1 - :recency_weight
 --            (:half_life_days NULL: off, factor 1)
 -- score = relevance * boost * recency, except for a "latest" question
--- (:latest = 1: "last time", "most recent", ...): the dated hits whose
--- relevance * boost is at least :latest_ratio x the best come first, newest
--- first (by updated, else created); their score is
+-- (:latest = 1: "last time", "most recent", ...): the dated hits among the
+-- :latest_top best by relevance * boost whose relevance * boost is at least
+-- :latest_ratio x the best come first, newest first (by updated, else
+-- created); their score is
 -- best * (2 - (latest_rank - 1) / n_latest).
 -- :min_similarity (the confidence floor): when no hit's best vector --
 -- document, chunk or question -- is that similar to the query, the query is
@@ -290,13 +291,17 @@ kept AS (
            AND best_similarity >= :min_similarity)
 ),
 latest AS (
-    -- eligible: dated, and close to the best evidence (recency left out:
-    -- being new must not make an entry relevant)
+    -- eligible: dated, among the :latest_top best by evidence and close to
+    -- the best (recency left out: being new must not make an entry
+    -- relevant; the top few only, so the newest entries cannot push the
+    -- evidence out of the first results when all scores are close)
     SELECT *, CASE WHEN :latest AND evidence > 0 AND coalesce(updated, created) IS NOT NULL
+                        AND evidence_rank <= :latest_top
                         AND evidence >= :latest_ratio * max(evidence) OVER ()
                    THEN 1 ELSE 0 END AS in_latest,
            max(relevance) OVER () AS best
-    FROM kept
+    FROM (SELECT *, row_number() OVER (ORDER BY evidence DESC, doc_id) AS evidence_rank
+          FROM kept)
 ),
 final AS (
     SELECT *,
