@@ -130,6 +130,8 @@ class CachingEmbedder:
         self.inner, self.cache = inner, cache
         self.name, self.dim = inner.name, inner.dim
         self.max_tokens = getattr(inner, "max_tokens", None)
+        # the model's confidence floor: a new database stores it as its default
+        self.min_similarity = getattr(inner, "min_similarity", None)
         self.embedded = 0
 
     def fingerprint(self) -> dict[str, Any]:
