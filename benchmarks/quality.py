@@ -631,7 +631,10 @@ def hype_replay(args: argparse.Namespace, name: str,
     print(f"== {name} with the shipped HyPE questions", flush=True)
     col.open()
     methods = {"FTS5 alone": FTS_ONLY, "vectors alone (document + chunks)": VEC_ONLY,
-               **HYPE_METHODS}
+               **HYPE_METHODS, **FLOOR_METHODS}
+    if args.quick:
+        methods = {m: v for m, v in methods.items()
+                   if m in QUICK_METHODS or m in QUICK_HYPE or m in FLOOR_METHODS}
     if hype_chosen:
         methods[f"HyPE fusion tuned on {args.tune_on}"] = title_weight(hype_chosen)
     try:
@@ -641,8 +644,8 @@ def hype_replay(args: argparse.Namespace, name: str,
         col.store.close()
 
 
+# "hybrid default" has the embedder's floor (a new MiniLM database stores it)
 FLOOR_METHODS: dict[str, dict[str, Any]] = {
-    "hybrid default with the embedder's floor (what a new MiniLM database uses)": {},
     "hybrid default, floor off (min_similarity=None)": {"min_similarity": None},
 }
 
@@ -678,17 +681,32 @@ def add_floor_rows(args: argparse.Namespace, names: list[str]) -> int:
     return 0
 
 
+QUICK_METHODS = ("FTS5 alone", "vectors alone (document + chunks)",
+                 "hybrid default (shipped DEFAULTS)", "default without chunk vectors")
+QUICK_HYPE = ("HyPE question vectors alone (hype list)",
+              "HyPE question text alone (hype_fts list)",
+              "hybrid default, HyPE lists off (w_hype=0, w_hype_fts=0)",
+              "hybrid default (shipped DEFAULTS), HyPE on")
+
+
 def run_all(args: argparse.Namespace, names: list[str]) -> int:
     started = time.strftime("%Y-%m-%d %H:%M")
-    tune_col = Collection(args.tune_on, args.data_dir, args.cache_dir)
-    tune_col.open()
-    print(f"== tuning on {args.tune_on}", flush=True)
-    rows = tune(tune_col)
-    chosen = choose(rows)
-    print(f"  chosen: {chosen}", flush=True)
-    tune_col.store.close()
+    if args.quick:  # the shipped defaults only: no grid, fewer rows
+        rows: list[dict[str, Any]] = []
+        chosen = {"default": {}, "convex": {"fusion": "convex", "w_fm": 0.0, "w_fts": 0.45,
+                                            "w_vec": 0.55}}
+    else:
+        tune_col = Collection(args.tune_on, args.data_dir, args.cache_dir)
+        tune_col.open()
+        print(f"== tuning on {args.tune_on}", flush=True)
+        rows = tune(tune_col)
+        chosen = choose(rows)
+        print(f"  chosen: {chosen}", flush=True)
+        tune_col.store.close()
     hype_chosen: dict[str, Any] = {}
-    if args.hype_questions and (args.data_dir / args.tune_on / HYPE_FILE).exists():
+    if args.quick:
+        results_hype_top: list[dict[str, Any]] = []
+    elif args.hype_questions and (args.data_dir / args.tune_on / HYPE_FILE).exists():
         hype_col = Collection(args.tune_on, args.data_dir, args.cache_dir, hype_questions=True)
         hype_col.open()
         print(f"== tuning the HyPE lists on {args.tune_on}", flush=True)
@@ -699,8 +717,9 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         results_hype_top = hype_rows[:10]
     else:
         results_hype_top = []
+    base = {**BASE_METHODS, **FLOOR_METHODS}
     methods = {
-        **BASE_METHODS,
+        **base,
         "FTS5 alone, plain bm25 (GUIDE settings)": {**FTS_ONLY, **PLAIN_BM25},
         "RRF k=60 fts+vec 1:1, plain bm25 (GUIDE settings)": {**SEED_RRF, "w_fm": 0,
                                                               **PLAIN_BM25},
@@ -709,8 +728,11 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         f"proposed default RRF (tuned on {args.tune_on})": title_weight(chosen["default"]),
         f"convex (tuned on {args.tune_on})": chosen["convex"],
     }
+    if args.quick:
+        methods = {m: v for m, v in methods.items() if m in QUICK_METHODS or m in FLOOR_METHODS}
     results: dict[str, Any] = {
-        "started": started, "commit": git_state(), "tuned_on": args.tune_on, "depth": DEPTH,
+        "started": started, "quick": bool(args.quick), "commit": git_state(),
+        "tuned_on": args.tune_on, "depth": DEPTH,
         "embedder": "minilm (all-MiniLM-L6-v2 int8, offline), 256-token truncation",
         "chosen": chosen,
         "tuning_top": rows[:15], "hype_chosen": hype_chosen, "hype_tuning_top": results_hype_top,
@@ -726,8 +748,9 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         for m, sc in plain.items():
             print(f"  plain script {m:35s} nDCG@10 {sc['ndcg@10']:.3f}", flush=True)
         # auto = what search(limit=10) uses (max(256, 4 x limit)); 64/128 for comparison
-        recall = {str(k or "auto (256 at limit 10)"): vector_recall(col, {"vec_k_doc": k})
-                  for k in (None, 64, 128, 4096)}
+        recall = {} if args.quick else {
+            str(k or "auto (256 at limit 10)"): vector_recall(col, {"vec_k_doc": k})
+            for k in (None, 64, 128, 4096)}
         print(f"  vector recall@10 vs exact: {recall}", flush=True)
         results["datasets"][name] = {
             "documents": len(col.corpus), "queries": len(col.queries),
@@ -761,6 +784,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="skip the plain-script reference (and its extra embeddings)")
     p.add_argument("--tune-on", default="cranfield",
                    help="the ONE collection fusion settings are chosen on")
+    p.add_argument("--quick", action="store_true",
+                   help="the shipped defaults only: no tuning grid, fewer rows, no KNN recall")
     p.add_argument("--floor-rows", action="store_true",
                    help="only add the default with and without the embedder's floor to an "
                         "existing quality.json")
