@@ -41,9 +41,9 @@ from kbstore.files import render_markdown
 ROOT = Path(__file__).resolve().parents[1]
 SEED_MARKER = "m0x0"
 CRASH_PATHS = ("upsert", "upsert_many", "import", "hype", "reembed", "doctor_fix",
-               "import_jsonl", "import_npz", "export_jsonl", "export_markdown")
+               "import_jsonl", "import_npz", "export_jsonl", "export_markdown", "copy")
 RACE_OPS = ("import", "upsert_many", "hype", "reembed", "doctor_fix", "import_jsonl",
-            "import_npz")
+            "import_npz", "copy")
 
 
 def marker(gen: int) -> str:
@@ -421,6 +421,26 @@ class JsonlImport(WritePath):
                                         str(self.work / f"records-{gen}.jsonl")]}
 
 
+class Copy(WritePath):
+    """`kbstore copy SRC DST` into an existing knowledge base: each
+    generation's source holds new versions (with HyPE questions and
+    vectors, which the copy reuses)."""
+
+    content = True
+
+    def prepare(self, gen: int) -> None:
+        source = self.work / f"source-{gen}.sqlite"
+        if not source.exists():
+            with rel.fake_hype(), KnowledgeStore.open(source, FakeEmbedder(rel.DIM),
+                                                       hype=True) as store:
+                store.upsert_many(rel.make_docs(range(self.n), marker(gen)))
+        super().prepare(gen)
+
+    def spec(self, gen: int) -> dict[str, Any]:
+        return {"kind": "cli", "argv": ["copy", str(self.work / f"source-{gen}.sqlite"),
+                                        str(self.db)]}
+
+
 class HypeJob(WritePath):
     hype = False
 
@@ -525,12 +545,8 @@ class ExportJsonl(WritePath):
             else f"markers {marks}"
 
     def _stray(self) -> int:
-        """Temp files a killed export left (removed once counted)."""
-        stray = [p for p in self.work.iterdir()
-                 if p.name.startswith(f".{self.target().name}.")]
-        for p in stray:
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
-        return len(stray)
+        """Hidden temp files/folders beside the target (a killed export's)."""
+        return sum(p.name.startswith(f".{self.target().name}.") for p in self.work.iterdir())
 
     def check_killed(self, gen: int, committed: int) -> tuple[int, list[str], list[str]]:
         corrupt, half, lost = super().check_killed(gen, committed)
@@ -549,6 +565,8 @@ class ExportJsonl(WritePath):
     def check_resumed(self, gen: int) -> list[str]:
         problems = super().check_resumed(gen)
         state = self._target_state(gen)
+        if self._stray():  # the next export sweeps what a killed one left
+            problems.append(f"{self._stray()} temp file(s) left after the next export")
         if _sha(self.db) != self.before["sha"]:
             problems.append("the source database file changed")
         return problems + ([f"target {state} after resume"] if state != "new" else [])
@@ -591,6 +609,7 @@ PATHS: dict[str, type[WritePath]] = {
     "upsert": Upsert, "upsert_many": UpsertMany, "import": FolderImport, "hype": HypeJob,
     "reembed": Reembed, "doctor_fix": DoctorFix, "import_jsonl": JsonlImport,
     "import_npz": NpzImport, "export_jsonl": ExportJsonl, "export_markdown": ExportMarkdown,
+    "copy": Copy,
 }
 
 
@@ -710,7 +729,12 @@ def _race_template(op: str, work: Path, n: int, extra: int) -> tuple[Path, dict[
         "hype": ["hype", "--concurrency", "2"],
         "reembed": ["reembed", "--embedder", "fake", "--dim", "32"],
         "doctor_fix": ["doctor", "--fix"],
+        "copy": ["copy", str(work / "source.sqlite")],
     }
+    if op == "copy":
+        with KnowledgeStore.open(work / "source.sqlite", FakeEmbedder(rel.DIM),
+                                 hype=False) as source:
+            source.upsert_many(rel.make_docs(range(n), NEW))
     if op == "import_npz":
         write_npz(work / "embeddings.npz", ws, range(n), NEW)
     if op == "import_jsonl":
@@ -725,6 +749,8 @@ def _with_db(spec: dict[str, Any], db: Path) -> dict[str, Any]:
     if spec["kind"] != "cli":
         return {**spec, "db": str(db)}
     command, *rest = spec["argv"]
+    if command == "copy":  # copy SRC DST: the raced store is the destination
+        return {"kind": "cli", "argv": [command, *rest, str(db)]}
     return {"kind": "cli", "argv": [command, "--db", str(db), *rest]}
 
 
@@ -734,7 +760,7 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
     random moments of its calibrated run time, ``rounds`` times."""
     rng = random.Random(f"race-{op}-{seed}")
     template, spec = _race_template(op, workdir, n, extra)
-    content = spec["kind"] != "cli" or op.startswith("import")
+    content = spec["kind"] != "cli" or op.startswith("import") or op == "copy"
     stats: dict[str, Any] = {"rounds": rounds, "deletes": 0, "resurrected": 0, "lost": 0,
                              "errors": [], "store_damage": [], "samples": []}
 
@@ -791,7 +817,7 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
 def _judge_race(op: str, db: Path, n: int, extra: int, victims: set[str],
                 stats: dict[str, Any]) -> None:
     now = _contents(db)
-    content = op in ("import", "import_npz", "import_jsonl", "upsert_many")
+    content = op in ("import", "import_npz", "import_jsonl", "upsert_many", "copy")
     resurrected, lost = [], []
     for i in range(n + extra):
         path = rel.doc_path(i)

@@ -47,9 +47,9 @@ def render(results: dict[str, Any]) -> str:
         out.append("")
         stray = {k: v["stray_temp_files"] for k, v in paths.items() if "stray_temp_files" in v}
         if stray:
-            out += ["Hidden temp files/folders left beside an export target by a kill (never "
-                    "the target itself): " + ", ".join(f"{k} {v}" for k, v in stray.items()),
-                    ""]
+            out += ["Hidden temp files/folders a kill left beside an export target (never "
+                    "the target itself; the next export removed each of them, or *resumed* "
+                    "would fail): " + ", ".join(f"{k} {v}" for k, v in stray.items()), ""]
     races = results.get("races", {})
     if races:
         out += ["## A delete (another process, public API) racing each long operation", "",

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .embed import fingerprint_id, same_model
 from .errors import ExchangeError, InvalidDocumentError
-from .files import atomic_write, open_output, render_markdown
+from .files import atomic_write, open_output, render_markdown, staging_prefix, sweep_stale
 from .ingest import EXCLUDED_NAMES, SKILLS_TOPIC, TOPICS, make_document
 from .model import HYPE_QUESTIONS, OK, Document, ImportReport, Skipped
 from .writer import IMPORTED_QUESTIONS_MODEL, Provided, batches
@@ -329,7 +329,8 @@ def export_markdown(store: KnowledgeStore, out_dir: str | os.PathLike[str]) -> M
     # Written into a hidden sibling folder, then renamed into place: a failed
     # or killed export never leaves a half tree at the target (which would
     # also make the next run refuse the non-empty folder).
-    staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.", suffix=".tmp"))
+    sweep_stale(root)
+    staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=staging_prefix(root), suffix=".tmp"))
     report = MarkdownReport()
     try:
         for batch in store.backend.iter_documents(store.settings.batch_size):
@@ -338,7 +339,7 @@ def export_markdown(store: KnowledgeStore, out_dir: str | os.PathLike[str]) -> M
                 target = staging / rel
                 if not target.resolve().is_relative_to(staging.resolve()):  # validated; belt
                     raise ExchangeError(f"document path {doc.path!r} leaves the export folder")
-                atomic_write(target, render_markdown(meta, body))
+                atomic_write(target, render_markdown(meta, body), sweep=False)
                 report.written += 1
                 if not _in_layout(doc):
                     report.outside_layout.append(doc.path)

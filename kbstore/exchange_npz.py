@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,7 +175,8 @@ def _usable(vector: np.ndarray) -> bool:
 
 def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
                npz_path: str | os.PathLike[str], *, allow_pickle: bool = False,
-               prune: bool | None = None, batch_size: int | None = None) -> NpzReport:
+               prune: bool | None = None, batch_size: int | None = None,
+               before_delete: Callable[[list[str]], None] | None = None) -> NpzReport:
     """Bring picobot's ``embeddings.npz`` into the store while reconciling it
     with the workspace. Fresh vectors (same body md5, the store's dimension)
     are reused; stale, unknown, mismatched and uncovered documents are
@@ -226,7 +228,8 @@ def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
         provided[doc_id] = Provided(vector, [q for q, _ in qs] or None,
                                     [np.asarray(v, np.float32) for v in qvecs] if reuse_qvecs
                                     else None)
-    outcome = store.reconcile(workspace, prune=prune, batch_size=batch_size, provided=provided)
+    outcome = store.reconcile(workspace, prune=prune, batch_size=batch_size, provided=provided,
+                              before_delete=before_delete)
     report.reconcile = outcome.report
     report.imported_vectors = outcome.reused_vectors
     report.imported_questions = outcome.imported_questions

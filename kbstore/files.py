@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -28,12 +30,57 @@ def render_markdown(meta: dict[str, Any], body: str) -> str:
     return f"---\n{head}---\n{body.rstrip()}\n"
 
 
-def atomic_write(path: Path, text: str) -> None:
+# Temp files and folders are named after the target and the writing process
+# (".notes.jsonl.kbstore-4242-x1y2.tmp"), so the next write to the same
+# target can remove what a killed writer left behind -- only when that process
+# is gone, never a live writer's.
+_STAGING = re.compile(r"\.kbstore-(\d+)-[^/]*\.tmp$")
+
+
+def staging_prefix(target: Path) -> str:
+    return f".{target.name}.kbstore-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def sweep_stale(target: Path) -> int:
+    """Remove temp files/folders a killed earlier write to ``target`` left
+    beside it; returns how many were removed."""
+    removed = 0
+    prefix = f".{target.name}.kbstore-"
+    try:
+        siblings = list(target.parent.iterdir())
+    except OSError:
+        return 0
+    for sibling in siblings:
+        match = _STAGING.search(sibling.name)
+        if not sibling.name.startswith(prefix) or not match or _alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            if sibling.is_dir() and not sibling.is_symlink():
+                shutil.rmtree(sibling)
+            else:
+                sibling.unlink()
+            removed += 1
+    return removed
+
+
+def atomic_write(path: Path, text: str, *, sweep: bool = True) -> None:
     """Write via a temp file in the same folder + os.replace: readers see the
     old file or the new one, never half of one. The temp name does not end in
     .md, so a crash never leaves a half-written document to be indexed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if sweep:  # (a fresh export folder has nothing to sweep)
+        sweep_stale(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=staging_prefix(path), suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
@@ -81,7 +128,8 @@ def open_output(out: str | os.PathLike[str] | IO[str], *, protected: list[Path],
     check_target(target, protected=protected, overwrite=overwrite)
     if not target.parent.is_dir():
         raise ExchangeError(f"folder {target.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    sweep_stale(target)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=staging_prefix(target), suffix=".tmp")
     handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
     def finish(ok: bool) -> None:

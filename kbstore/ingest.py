@@ -431,6 +431,22 @@ def knowledge_root(workspace: Path) -> Path:
     return workspace / "knowledge" if (workspace / "knowledge").is_dir() else workspace
 
 
+def section_folder(workspace: str | os.PathLike[str], rel: str) -> Path:
+    """The folder of ``workspace`` that holds document ``rel``'s section
+    ('projects/x.md' -> knowledge/projects, 'skills/web/SKILL.md' -> skills)."""
+    root = Path(workspace)
+    section = rel.split("/", 1)[0]
+    return root / SKILLS_TOPIC if section == SKILLS_TOPIC else knowledge_root(root) / section
+
+
+def section_missing(workspace: str | os.PathLike[str], rel: str) -> bool:
+    """True when the folder for ``rel``'s section is absent (or a symlink,
+    which the scan does not follow): the folder given is not the whole
+    workspace, so the scan says nothing about that section's files."""
+    folder = section_folder(workspace, rel)
+    return not folder.is_dir() or folder.is_symlink()
+
+
 def scan_workspace(workspace: str | os.PathLike[str]) -> Iterator[tuple[str, Path | None, str]]:
     """Yield (document path, file, skip reason or '') for every candidate file."""
     root = Path(workspace)

@@ -28,16 +28,12 @@ from .errors import (
 from .hype import HypeConfig
 from .ingest import make_document, parse_file, scan_workspace
 from .model import Document, Hit, ImportReport, Skipped
+from .removal import plan_removal
 from .settings import Settings
 from .vectors import query_blob
 from .writer import Outcome, Progress, Provided, Writer
 
 log = logging.getLogger("kbstore")
-# A reconcile that would delete at least this share of the store (and at
-# least MASS_DELETE_MIN documents), or everything, looks like a wrong or
-# half-mounted folder: it is refused unless prune=True.
-MASS_DELETE_SHARE = 0.5
-MASS_DELETE_MIN = 5
 
 
 class KnowledgeStore:
@@ -243,20 +239,15 @@ class KnowledgeStore:
                                provided=provided))
         self.backend.checkpoint()  # a bulk write: fold the WAL back (and truncate it)
         stored = self.paths()
-        gone = [p for p in stored if p not in seen]
-        if not gone:
-            return outcome
-        mistake = not seen or (len(gone) >= MASS_DELETE_SHARE * len(stored)
-                               and len(gone) >= MASS_DELETE_MIN)
-        if prune is False or (prune is None and mistake):
-            report.kept_missing = gone
-            report.kept_reason = (
-                "prune=False" if prune is False else
-                f"{root} holds no documents at all" if not seen else
-                f"{len(gone)} of {len(stored)} documents would be deleted")
+        removal = plan_removal(root, [p for p in stored if p not in seen], len(stored),
+                               folder_empty=not seen, prune=prune)
+        if removal.keep:
+            report.kept_missing, report.kept_reason = removal.keep, removal.reason
             log.warning("kept %d document(s) missing from %s (%s); pass prune=True "
-                        "(`kbstore import --prune`) to delete them", len(gone), root,
-                        report.kept_reason)
+                        "(`kbstore import --prune`) to delete them", len(removal.keep), root,
+                        removal.reason)
+        gone = removal.delete
+        if not gone:
             return outcome
         if before_delete is not None:
             before_delete(gone)

@@ -66,11 +66,13 @@ def _same_location(src: str, dst: str) -> bool:
 def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[str], *,
                embedder: Any = None, prune: bool = False, batch_size: int | None = None,
                progress: Callable[[int], None] | None = None,
-               on_total: Callable[[int], None] | None = None) -> CopyReport:
+               on_total: Callable[[int], None] | None = None,
+               before_delete: Callable[[list[str]], None] | None = None) -> CopyReport:
     """Copy every document of ``source`` into ``destination`` (created if
     missing). ``embedder``: for a new destination only (default: the
     source's, so vectors are reused); an existing destination keeps its own.
-    ``prune`` deletes destination documents the source does not have."""
+    ``prune`` deletes destination documents the source does not have
+    (``before_delete`` sees them first)."""
     from .store import KnowledgeStore
 
     src_loc, dst_loc = str(source), str(destination)
@@ -95,6 +97,8 @@ def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[st
             seen = _copy_documents(src, dst, report, batch_size, progress)
             report.extra_in_destination = [p for p in dst.paths() if p not in seen]
             if prune and report.extra_in_destination:
+                if before_delete is not None:
+                    before_delete(report.extra_in_destination)
                 report.pruned = dst.delete_many(report.extra_in_destination)
                 report.extra_in_destination = []
             dst.backend.checkpoint()

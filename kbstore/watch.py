@@ -39,6 +39,7 @@ from .ingest import (
     scan_workspace,
 )
 from .model import Document, Skipped
+from .removal import plan_removal
 
 log = logging.getLogger("kbstore.watch")
 
@@ -281,20 +282,16 @@ class Watcher:
             known = [rel for rel in rels if self.store.get(rel) is not None]
             if not known:
                 return
-            hint = PRUNE_HINT.format(db=getattr(self.store, "path", "DB"),
-                                     workspace=self.workspace)
-            if self.root_missing():
-                log.warning("the knowledge folder under %s is missing: keeping %d document(s) "
-                            "whose files are gone; %s", self.workspace, len(known), hint)
-                report.kept += len(known)
-                return
-            # One file is never "many": an editor's delete always applies.
-            if len(known) > 1 and len(known) > indexed / 2:
-                log.warning("%d of %d indexed documents vanished at once: keeping them (a "
-                            "folder moved or a sync in progress?); %s", len(known), indexed, hint)
-                report.kept += len(known)
-                return
-            for rel in known:
+            removal = plan_removal(
+                self.workspace, known, indexed, folder_empty=self.root_missing(), prune=None,
+                empty_reason=f"the knowledge folder under {self.workspace} is missing")
+            if removal.keep:
+                log.warning("keeping %d document(s) whose files are gone (%s; a folder moved "
+                            "or a sync in progress?); %s", len(removal.keep), removal.reason,
+                            PRUNE_HINT.format(db=getattr(self.store, "path", "DB"),
+                                              workspace=self.workspace))
+                report.kept += len(removal.keep)
+            for rel in removal.delete:
                 report.deleted += int(self.store.delete(rel))
 
     def reconcile_all(self) -> ReconcileReport:

@@ -40,6 +40,15 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch,
     # Derived model files and cached query vectors go to a per-session folder,
     # never the user's ~/.cache.
     monkeypatch.setenv("KBSTORE_CACHE_DIR", str(_session_cache(tmp_path_factory)))
+    # No test reaches a real LLM: a HyPE call the test did not fake fails at
+    # once as an outage would (the fake_llm fixture replaces this).
+    import litellm
+
+    monkeypatch.setattr(litellm, "completion", _no_network)
+
+
+def _no_network(**kwargs: Any) -> Any:
+    raise ConnectionError("the test suite has no network (use the fake_llm fixture)")
 
 
 _CACHE: list[Path] = []

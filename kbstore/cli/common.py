@@ -111,3 +111,16 @@ def cli(verbose: bool) -> None:
         logger.level, logger.propagate = before
 
     click.get_current_context().call_on_close(restore)
+
+
+SHOWN = 10  # paths listed before "... and N more"
+
+
+def some_paths(paths: list[str]) -> str:
+    more = f" ... and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+    return ", ".join(paths[:SHOWN]) + more
+
+
+def announce_deletions(paths: list[str], why: str) -> None:
+    """Every command that deletes documents says which, before it does."""
+    click.echo(f"deleting {len(paths)} document(s) {why}: {some_paths(paths)}", err=True)

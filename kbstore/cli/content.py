@@ -8,6 +8,7 @@ import click
 
 from ..embedders import EMBEDDER_NAMES
 from .common import (
+    announce_deletions,
     cli,
     db_option,
     echo_json,
@@ -15,14 +16,8 @@ from .common import (
     json_option,
     open_store,
     progress_bar,
+    some_paths,
 )
-
-SHOWN = 10  # paths listed before "... and N more"
-
-
-def _some(paths: list[str]) -> str:
-    more = f" ... and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
-    return ", ".join(paths[:SHOWN]) + more
 
 
 def _print_report(report: Any, as_json: bool) -> None:
@@ -37,8 +32,8 @@ def _print_report(report: Any, as_json: bool) -> None:
         click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
     if report.kept_missing:
         click.echo(f"kept {len(report.kept_missing)} document(s) whose files are missing "
-                   f"({report.kept_reason}): {_some(report.kept_missing)}\n"
-                   "  nothing was deleted; rerun with --prune to delete them", err=True)
+                   f"({report.kept_reason}): {some_paths(report.kept_missing)}\n"
+                   "  they were not deleted; rerun with --prune to delete them", err=True)
 
 
 @cli.command("import")
@@ -67,8 +62,7 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
     total = sum(1 for _ in scan_workspace(workspace))
 
     def announce(paths: list[str]) -> None:
-        click.echo(f"deleting {len(paths)} document(s) whose files are gone: {_some(paths)}",
-                   err=True)
+        announce_deletions(paths, "whose files are gone")
 
     with open_store(db_path, create=True, embedder=embedder, hype=hype) as store, \
             progress_bar(total, "importing") as bar:

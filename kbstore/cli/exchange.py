@@ -8,7 +8,15 @@ from typing import Any
 import click
 
 from ..embedders import EMBEDDER_NAMES
-from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
+from .common import (
+    announce_deletions,
+    cli,
+    db_option,
+    echo_json,
+    friendly_errors,
+    json_option,
+    open_store,
+)
 
 _hype_option = click.option(
     "--hype/--no-hype", default=None,
@@ -50,7 +58,9 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     if not Path(workspace).is_dir():
         raise click.ClickException(f"no workspace folder at {workspace}")
     with open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
-        report = import_npz(store, workspace, npz, allow_pickle=allow_pickle, prune=prune)
+        report = import_npz(store, workspace, npz, allow_pickle=allow_pickle, prune=prune,
+                            before_delete=lambda paths: announce_deletions(
+                                paths, "whose files are gone"))
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -157,7 +167,9 @@ def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
     try:
         report = copy_store(source, destination, embedder=embedder, prune=prune,
                             batch_size=batch_size, on_total=on_total,
-                            progress=lambda n: bar[0].update(n) if bar else None)
+                            progress=lambda n: bar[0].update(n) if bar else None,
+                            before_delete=lambda paths: announce_deletions(
+                                paths, "the source does not have"))
     finally:
         if bar:
             bar[0].close()

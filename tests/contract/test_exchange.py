@@ -13,6 +13,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -460,3 +461,20 @@ def test_a_failing_export_leaves_neither_a_half_file_nor_a_temp_file(tmp_path, s
     with pytest.raises(OSError, match="disk full"):
         export_jsonl(store, tmp_path / "out.jsonl")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_copy_prune_lists_what_it_deletes_before_deleting(tmp_path: Path, run_cli: Any) -> None:
+    src, dst = tmp_path / "src.sqlite", tmp_path / "dst.sqlite"
+    with KnowledgeStore.open(src, FakeEmbedder(16), hype=False) as store:
+        store.upsert("projects/a.md", title="a", body="alpha")
+    with KnowledgeStore.open(dst, FakeEmbedder(16), hype=False) as store:
+        store.upsert("projects/old.md", title="old", body="only here")
+    kept = run_cli("copy", src, dst)
+    assert kept.exit_code == 0 and "kept; --prune deletes them" in kept.stderr
+    with KnowledgeStore.open(dst, FakeEmbedder(16)) as store:
+        assert store.paths() == ["projects/a.md", "projects/old.md"]
+    pruned = run_cli("copy", src, dst, "--prune")
+    assert pruned.exit_code == 0, pruned.output
+    assert "deleting 1 document(s) the source does not have: projects/old.md" in pruned.stderr
+    with KnowledgeStore.open(dst, FakeEmbedder(16)) as store:
+        assert store.paths() == ["projects/a.md"]

@@ -6,7 +6,9 @@ mistake (an empty or half-missing folder) unless told to prune."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -245,6 +247,45 @@ def test_a_removal_of_half_the_store_is_kept(store: KnowledgeStore, tmp_path: Pa
     else:
         assert (report.deleted, report.kept_missing) == (missing, [])
         assert store.paths() == paths[missing:]
+
+
+def test_a_folder_missing_a_section_keeps_that_section(store: KnowledgeStore,
+                                                       tmp_path: Path) -> None:
+    """The knowledge folder given instead of the workspace (no skills/), or an
+    unmounted journal/: that section was not scanned, so nothing in it is
+    deleted; a file removed from a section that was scanned still is."""
+    ws = tmp_path / "ws"
+    notes = _notes(ws, 3)
+    write(ws, "knowledge/journal/2026-01-02.md", entry("Day", "A day."))
+    for name in ("deploy", "backup"):
+        write(ws, f"skills/{name}/SKILL.md", entry(f"{name} skill", "Steps."))
+    store.import_directory(ws)
+    assert len(store) == 6
+    (ws / "knowledge" / notes[0]).unlink()
+    report = store.import_directory(ws / "knowledge")
+    assert report.deleted == 1 and store.get(notes[0]) is None
+    assert report.kept_missing == ["skills/backup/SKILL.md", "skills/deploy/SKILL.md"]
+    assert str(ws / "knowledge" / "skills") in report.kept_reason
+    shutil.rmtree(ws / "knowledge" / "journal")
+    report = store.import_directory(ws)
+    assert (report.deleted, report.kept_missing) == (0, ["journal/2026-01-02.md"])
+    assert len(store) == 5
+    assert store.import_directory(ws, prune=True).deleted == 1
+    assert store.get("journal/2026-01-02.md") is None
+
+
+def test_cli_import_of_a_partial_folder_lists_what_it_kept(tmp_path: Path,
+                                                            run_cli: Any) -> None:
+    ws = tmp_path / "ws"
+    _notes(ws, 2)
+    write(ws, "skills/deploy/SKILL.md", entry("deploy skill", "Steps."))
+    db = tmp_path / "kb.sqlite"
+    assert run_cli("import", "--db", db, "--embedder", "fake", "--no-hype", ws).exit_code == 0
+    result = run_cli("import", "--db", db, "--no-hype", ws / "knowledge")
+    assert result.exit_code == 1, result.output
+    assert "kept 1 document(s)" in result.stderr and "skills/deploy/SKILL.md" in result.stderr
+    with KnowledgeStore.open(db, FakeEmbedder()) as again:
+        assert "skills/deploy/SKILL.md" in again.paths()
 
 
 def test_a_small_store_is_pruned_normally(store: KnowledgeStore, tmp_path: Path) -> None:

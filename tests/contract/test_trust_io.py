@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -170,3 +173,29 @@ def test_export_then_import_round_trips_questions_and_vectors(tmp_path: Path, fa
         assert report.documents == 4 and report.reused_vectors == 4 and report.embedded == 0
         assert emb.calls == 0 and len(fake_llm.calls) == calls  # nothing paid twice
         assert store.status()["hype_pending"] == 0
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize("fmt, name", [("jsonl", "out.jsonl"), ("markdown", "out-md")])
+def test_an_export_sweeps_what_a_killed_export_left_beside_its_target(
+        tmp_path: Path, fmt: str, name: str) -> None:
+    """A SIGKILL cannot clean up its temp file (or staging folder); the next
+    export to the same target removes it -- unless its writer is alive."""
+    db = tmp_path / "kb.sqlite"
+    with KnowledgeStore.open(db, FakeEmbedder(16), hype=False) as store:
+        store.upsert("projects/a.md", title="a", body="alpha")
+    dead = tmp_path / f".{name}.kbstore-{_dead_pid()}-abc123.tmp"
+    (dead.mkdir() if fmt == "markdown" else dead.write_text("half"))
+    live = tmp_path / f".{name}.kbstore-{os.getpid()}-def456.tmp"
+    live.write_text("another export in progress")
+    unrelated = tmp_path / f".{name}.mine.tmp"
+    unrelated.write_text("not ours")
+    result = run("export", "--db", db, "--format", fmt, tmp_path / name)
+    assert result.exit_code == 0, result.output
+    assert not dead.exists() and live.exists() and unrelated.exists()
+    assert (tmp_path / name).exists()

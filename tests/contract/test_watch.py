@@ -169,14 +169,26 @@ def test_most_documents_vanishing_at_once_is_kept(kb: Any) -> None:
     assert (report.deleted, report.kept) == (0, 20) and len(store) == 34
 
 
-def test_a_folder_removed_or_moved_reconciles_what_it_held(kb: Any) -> None:
+def test_a_section_folder_removed_or_moved_is_kept_until_pruned(
+        kb: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A whole section folder vanishing (moved, unmounted, mid-sync) is held
+    back like an import of a folder without it; files removed from a folder
+    that is still there are deleted."""
     store, ws, watcher = kb
     held = [p for p in store.paths() if p.startswith("journal/")]
     shutil.move(ws / "knowledge/journal", ws / "journal-archive")
-    report = watcher.reconcile([ws / "knowledge/journal"])  # only the folder's own event
-    assert report.deleted == len(held) == 7 and len(store) == 27
+    with caplog.at_level(logging.WARNING, logger="kbstore.watch"):
+        report = watcher.reconcile([ws / "knowledge/journal"])  # only the folder's own event
+    assert len(held) == 7 and (report.deleted, report.kept) == (0, 7)
+    assert len(store) == 34 and "knowledge/journal" in caplog.text
+    assert "--prune" in caplog.text
     shutil.move(ws / "journal-archive", ws / "knowledge/journal")
-    assert watcher.reconcile([ws / "knowledge/journal"]).added == 7
+    assert watcher.reconcile([ws / "knowledge/journal"]).unchanged == 7
+    sub = held[:2]
+    for rel in sub:
+        (ws / "knowledge" / rel).unlink()
+    report = watcher.reconcile([ws / "knowledge" / rel for rel in sub])
+    assert report.deleted == 2 and len(store) == 32
 
 
 def test_deleting_the_only_document_still_works(tmp_path: Path) -> None:

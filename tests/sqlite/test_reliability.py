@@ -13,6 +13,7 @@ import logging
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -369,11 +370,11 @@ def test_a_failed_markdown_export_leaves_no_half_tree(
     rel._seed_store(db, 30)
     real, written = exchange.atomic_write, []
 
-    def failing(path: Path, text: str) -> None:
+    def failing(path: Path, text: str, **options: Any) -> None:
         if len(written) == 12:
             raise OSError("disk full")
         written.append(path)
-        real(path, text)
+        real(path, text, **options)
 
     monkeypatch.setattr(exchange, "atomic_write", failing)
     with rel.open_store(db, hype=False) as store:

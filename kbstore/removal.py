@@ -1,0 +1,56 @@
+"""The one rule for deleting documents whose files are gone (import, the
+picobot adapter's sync and the watcher all use it): nothing is deleted that
+looks like a mistake rather than a decision.
+
+A removal is held back, and listed, when the folder holds no documents at
+all, when it would take at least half of the store (and at least
+MASS_DELETE_MIN documents), or -- for the documents of a section whose folder
+is absent (the knowledge folder given instead of the workspace, an unmounted
+journal/) -- because that section was never looked at. ``prune=True``
+deletes them anyway; ``prune=False`` never deletes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .ingest import section_folder, section_missing
+
+MASS_DELETE_SHARE = 0.5
+MASS_DELETE_MIN = 5
+
+
+@dataclass
+class Removal:
+    delete: list[str] = field(default_factory=list)
+    keep: list[str] = field(default_factory=list)
+    reason: str = ""  # why ``keep`` was held back ('' when nothing was)
+
+
+def plan_removal(workspace: str | os.PathLike[str], gone: list[str], stored: int, *,
+                 folder_empty: bool, prune: bool | None,
+                 empty_reason: str = "") -> Removal:
+    """Split ``gone`` (stored documents whose files were not found) into what
+    to delete and what to keep. ``stored``: documents in the store;
+    ``folder_empty``: the folder holds no documents (or is missing), said
+    as ``empty_reason`` when given."""
+    root = Path(workspace)
+    if not gone or prune is True:
+        return Removal(delete=list(gone))
+    if prune is False:
+        return Removal(keep=list(gone), reason="prune=False")
+    if folder_empty:
+        return Removal(keep=list(gone),
+                       reason=empty_reason or f"{root} holds no documents at all")
+    if len(gone) >= MASS_DELETE_SHARE * stored and len(gone) >= MASS_DELETE_MIN:
+        return Removal(keep=list(gone),
+                       reason=f"{len(gone)} of {stored} documents would be deleted")
+    unseen = [p for p in gone if section_missing(root, p)]
+    if not unseen:
+        return Removal(delete=list(gone))
+    held = set(unseen)
+    folders = sorted({str(section_folder(root, p)) for p in unseen})
+    return Removal(delete=[p for p in gone if p not in held], keep=unseen,
+                   reason=f"no folder {', '.join(folders)}")
