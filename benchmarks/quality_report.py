@@ -44,7 +44,7 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
         f"Run {results['started']} at commit {results['commit']}; embedder "
         f"{results['embedder']}; HyPE off unless a table says HyPE on; every "
         f"kbstore row is `KnowledgeStore.search(query, limit={results['depth']}, **settings)`, "
-        "i.e. the one SQL statement in kbstore/sql/search.sql. Metrics: pytrec_eval "
+        "i.e. the one SQL statement in kbstore/backends/sqlite/search.sql. Metrics: pytrec_eval "
         "(nDCG@10 = ndcg_cut_10, R@100 = recall_100, MRR@10 = recip_rank on the top 10). "
         f"Fusion settings were chosen on **{tuned}** only and confirmed on the others; "
         f"{tuned} rows of tuned methods are in-sample (optimistic).", "",
@@ -72,15 +72,17 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
         replay = data.get("hype_replay")
         if replay:
             lines += ["", f"HyPE with the shipped questions replayed ({replay['replay_calls']} "
-                      f"prompts, {replay['replay_misses']} without a match):", "",
+                      f"prompts in this run, 0 when already stored; {replay['replay_misses']} "
+                      "without a match):", "",
                       "| method, HyPE on (kbstore path) | nDCG@10 | R@100 | MRR@10 | settings |",
                       "|---|---|---|---|---|"]
             for m, sc in replay["methods"].items():
                 lines.append(f"| {m} | {sc['ndcg@10']:.3f} | {sc['recall@100']:.3f} | "
                              f"{sc['mrr@10']:.3f} | {_fmt(sc['settings'])} |")
-        lines += ["", "Vector retriever recall@10 against exact numpy cosine over the same "
-                  "vectors: " + ", ".join(f"vec_k_doc={k}: {v:.4f}" for k, v in rec.items()),
-                  "", f"Target for the selectable fusion: nDCG@10 >= {target}", ""]
+        if rec:
+            lines += ["", "Vector retriever recall@10 against exact numpy cosine over the same "
+                      "vectors: " + ", ".join(f"vec_k_doc={k}: {v:.4f}" for k, v in rec.items())]
+        lines += ["", f"Target for the selectable fusion: nDCG@10 >= {target}", ""]
     lines += ["## Chosen settings", "",
               f"- proposed default (best RRF keeping the frontmatter retriever): "
               f"`{_fmt(results['chosen']['default'])}`",
