@@ -2,6 +2,7 @@
 
     python -m benchmarks.ingest_profile --n 2000           # table on stdout
     python -m benchmarks.ingest_profile --n 10000 --json out.json
+    python -m benchmarks.ingest_profile --n 5000 --compare OLD_DIR  # OLD_DIR/kbstore vs this
 
 Builds n documents of the latency corpus (benchmarks/latency_data.py: SciFact
 text, 6 HyPE questions from a fake LLM, clustered vectors, 7 vectors per
@@ -10,6 +11,8 @@ the SQLite connection wrapped so every ``execute``/``executemany`` is counted
 and timed by statement. Reported per document: SQL calls, SQL time by
 statement (the triggers a statement fires are inside its time), and the
 Python around it (planning, the fake LLM's thread pool, hashing).
+``--compare`` times another kbstore tree (e.g. ``git archive`` of an older
+commit) against this one, each in fresh processes, alternating, uncounted.
 """
 
 from __future__ import annotations
@@ -132,13 +135,53 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def compare(n: int, other: Path, rounds: int) -> dict[str, Any]:
+    """docs/s of OTHER/kbstore and of this tree, alternating runs (one process each)."""
+    import statistics
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    # The other tree's kbstore must win over this checkout's editable install,
+    # whose import hook comes before sys.path: drop that hook in the child.
+    code = ("import json, os, sys\n"
+            "tree = os.environ.get('KBSTORE_TREE')\n"
+            "if tree:\n"
+            "    sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f)]\n"
+            "    sys.path.insert(0, tree)\n"
+            "import kbstore\n"
+            "from benchmarks.ingest_profile import run\n"
+            f"r = run({n}, count_sql=False)\n"
+            "print(json.dumps([r['docs_per_s'], kbstore.__file__]))")
+    out: dict[str, list[float]] = {"other": [], "this": []}
+    for i in range(rounds):
+        for who in (("other", "this") if i % 2 == 0 else ("this", "other")):
+            env = {**os.environ, "PYTHONPATH": str(repo),
+                   "KBSTORE_TREE": str(other) if who == "other" else ""}
+            proc = subprocess.run([sys.executable, "-c", code], cwd=repo, check=True,
+                                  capture_output=True, text=True, env=env)
+            rate, used = json.loads(proc.stdout.strip().splitlines()[-1])
+            out[who].append(float(rate))
+            print(f"{who} ({used}): {rate:.0f} docs/s", flush=True)
+    med = {k: statistics.median(v) for k, v in out.items()}
+    return {"n": n, "runs": out, "median_docs_per_s": med, "speedup": med["this"] / med["other"]}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--batch-size", type=int)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-count", action="store_true", help="time without the SQL wrapper")
+    ap.add_argument("--compare", type=Path, help="a folder holding another kbstore package")
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args(argv)
+    if args.compare:
+        result = compare(args.n, args.compare, args.rounds)
+        print(json.dumps(result, indent=1))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1))
+        return
     result = run(args.n, args.batch_size, count_sql=not args.no_count)
     print(table(result))
     if args.json:
