@@ -17,6 +17,12 @@
 -- Each KNN: a sign-bit prefilter inside one vec0 partition (kind 'doc' |
 -- 'chunk' | 'hype'), so one document's many chunk or question vectors cannot
 -- crowd out others, then exact cosine from the float32 copy (vector_data).
+-- Vector plan (:vec_plan), per kind: 'bits' = that KNN; 'exact' = the top
+-- k by exact cosine over that kind's float32 copies instead; 'auto' = exact
+-- while the file holds at most :exact_ratio x k vectors of the kind. vec0's
+-- KNN costs about k x 4096 (its chunk size) comparisons per chunk, however
+-- few vectors a chunk holds; a scan costs one cosine per vector: on a small
+-- file the scan is cheaper (benchmarks/speed.py measures both plans).
 --
 -- Fusion (:fusion):
 --   'rrf'    relevance = sum of :w_x * weight_x / (:k_rrf + rank_x)   (default;
@@ -96,26 +102,72 @@ fts_ranked AS (
         LIMIT :fts_limit
     )
 ),
--- KNN on sign bits (hamming), one vec0 partition each. The topic filter is a
--- vec0 metadata constraint: it runs inside the KNN, which therefore still
--- returns k rows of that topic.
+vec_plan AS MATERIALIZED (
+    -- per kind: 1 = exact scan, 0 = sign-bit KNN; 'auto' counts each kind's
+    -- rows only up to the bound (an index scan of at most that many entries)
+    SELECT CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
+           ELSE (SELECT count(*) FROM (SELECT 1 FROM documents
+                                       LIMIT :exact_ratio * :vec_k_doc + 1))
+                <= :exact_ratio * :vec_k_doc END AS doc,
+           CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
+           ELSE (SELECT count(*) FROM (SELECT 1 FROM document_chunks
+                                       LIMIT :exact_ratio * :vec_k_chunk + 1))
+                <= :exact_ratio * :vec_k_chunk END AS chunk,
+           CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
+           ELSE (SELECT count(*) FROM (SELECT 1 FROM hype_questions
+                                       LIMIT :exact_ratio * :vec_k_hype + 1))
+                <= :exact_ratio * :vec_k_hype END AS hype
+),
+-- KNN on sign bits (hamming), one vec0 partition each (k = 0 when that kind
+-- is scanned exactly), or the exact plan's top k of that kind: its float32
+-- vectors reached from documents / document_chunks / hype_questions
+-- (document vector doc_id * 32, question doc_id * 32 + position). The topic
+-- filter is a vec0 metadata constraint: it runs inside the KNN, which
+-- therefore still returns k rows of that topic.
 vec_doc AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_doc
+    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+      AND k = CASE WHEN (SELECT doc FROM vec_plan) THEN 0 ELSE :vec_k_doc END
       AND kind = 'doc'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    UNION ALL
+    SELECT * FROM (
+        SELECT v.vector_id, v.doc_id
+        FROM documents AS d JOIN vector_data AS v ON v.vector_id = d.id * 32
+        WHERE (SELECT doc FROM vec_plan) AND :has_vector
+          AND (:topic IS NULL OR d.topic = :topic)
+        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
+        LIMIT :vec_k_doc)
 ),
 vec_chunk AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_chunk
+    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+      AND k = CASE WHEN (SELECT chunk FROM vec_plan) THEN 0 ELSE :vec_k_chunk END
       AND kind = 'chunk'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    UNION ALL
+    SELECT * FROM (
+        SELECT v.vector_id, v.doc_id
+        FROM document_chunks AS c JOIN vector_data AS v ON v.vector_id = c.vector_id
+        WHERE (SELECT chunk FROM vec_plan) AND :has_vector
+          AND (:topic IS NULL OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
+        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
+        LIMIT :vec_k_chunk)
 ),
 vec_hype AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_hype
+    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+      AND k = CASE WHEN (SELECT hype FROM vec_plan) THEN 0 ELSE :vec_k_hype END
       AND kind = 'hype'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    UNION ALL
+    SELECT * FROM (
+        SELECT v.vector_id, v.doc_id
+        FROM hype_questions AS q JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
+        WHERE (SELECT hype FROM vec_plan) AND :has_vector
+          AND (:topic IS NULL OR q.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
+        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
+        LIMIT :vec_k_hype)
 ),
 -- Exact cosine for the candidates, from the float32 copy.
 vec_scored AS (
