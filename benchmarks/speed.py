@@ -62,6 +62,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 SIZES = "100,1000,5000,10000,20000,50000"
 EXACT_ARM_MAX = 20000  # the forced-exact arm is measured up to this many documents
+DEPTH_SWEEP_MIN = 10000  # --depths: sizes where the bit plan is what auto runs
 # Done-when ratios of issue 14 (hybrid p50 kbstore / seed design).
 TARGETS = {1000: 1.0, 5000: 1.0, 10000: 0.3, 100000: 0.2}
 
@@ -214,7 +215,8 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         recall["bits_plan"] = recall_at_10(store, index, queries[:k], qvecs[:k],
                                            vec_plan="bits")["recall_at_10"]
         rows = rows_touched(store, index, queries[:k], qvecs[:k])
-        sweep = depth_sweep(store, index, queries[:k], qvecs[:k]) if args.depths else None
+        sweep = (depth_sweep(store, index, queries[:k], qvecs[:k])
+                 if args.depths and n >= DEPTH_SWEEP_MIN else None)
     finally:
         store.close()
     return {"n": n, "vectors": info["vectors"], "latency_ms": latency, "recall": recall,

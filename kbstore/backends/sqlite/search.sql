@@ -49,6 +49,10 @@
 -- used by hype_scored);
 -- chunk vectors are listed by id in document_chunks.
 --
+-- Every LIMIT reads its parameter through (SELECT :x): SQLite plans with the
+-- value of a bare LIMIT parameter and so re-prepares the statement each time
+-- it is bound -- for this statement, its whole compile on every search.
+--
 -- Run it from the sqlite3 shell (see README): `kbstore search --shell` writes
 -- a script that .loads sqlite-vec, sets every parameter and runs this file.
 -- :qvec may be a JSON array ('[0.1, ...]') or a float32 blob; :has_vector 0
@@ -68,7 +72,7 @@ fm_title AS (
     FROM titles_fts
     WHERE :title_query IS NOT NULL AND titles_fts MATCH :title_query
     ORDER BY rank
-    LIMIT :fm_limit
+    LIMIT (SELECT :fm_limit)
 ),
 fm_ranked AS (
     SELECT doc_id, coverage + title_score AS score, weight,
@@ -89,7 +93,7 @@ fm_ranked AS (
         )
     )
     ORDER BY rank
-    LIMIT :fm_limit
+    LIMIT (SELECT :fm_limit)
 ),
 fts_ranked AS (
     SELECT doc_id, score, row_number() OVER (ORDER BY score DESC, doc_id) AS rank
@@ -99,7 +103,7 @@ fts_ranked AS (
         WHERE :fts_query IS NOT NULL AND documents_fts MATCH :fts_query
           AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
         ORDER BY bm25(documents_fts, :w_title, :w_tags, :w_body)
-        LIMIT :fts_limit
+        LIMIT (SELECT :fts_limit)
     )
 ),
 vec_plan AS MATERIALIZED (
@@ -137,7 +141,7 @@ vec_doc AS MATERIALIZED (
         WHERE (SELECT doc FROM vec_plan) AND :has_vector
           AND (:topic IS NULL OR d.topic = :topic)
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
-        LIMIT :vec_k_doc)
+        LIMIT (SELECT :vec_k_doc))
 ),
 vec_chunk AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
@@ -152,7 +156,7 @@ vec_chunk AS MATERIALIZED (
         WHERE (SELECT chunk FROM vec_plan) AND :has_vector
           AND (:topic IS NULL OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
-        LIMIT :vec_k_chunk)
+        LIMIT (SELECT :vec_k_chunk))
 ),
 vec_hype AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
@@ -167,7 +171,7 @@ vec_hype AS MATERIALIZED (
         WHERE (SELECT hype FROM vec_plan) AND :has_vector
           AND (:topic IS NULL OR q.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
-        LIMIT :vec_k_hype)
+        LIMIT (SELECT :vec_k_hype))
 ),
 -- Exact cosine for the candidates, from the float32 copy.
 vec_scored AS (
@@ -188,7 +192,7 @@ vec_ranked AS (
     )
     WHERE nth = 1
     ORDER BY rank
-    LIMIT :vec_limit
+    LIMIT (SELECT :vec_limit)
 ),
 -- HyPE: every question of the documents the KNN found, scored exactly;
 -- a document scores the mean of its :hype_top best questions (several
@@ -211,7 +215,7 @@ hype_ranked AS (
     WHERE nth <= :hype_top
     GROUP BY doc_id
     ORDER BY rank
-    LIMIT :vec_limit
+    LIMIT (SELECT :vec_limit)
 ),
 -- HyPE questions as text: BM25 over each document's questions.
 hype_fts_ranked AS (
@@ -222,7 +226,7 @@ hype_fts_ranked AS (
         WHERE :fts_query IS NOT NULL AND questions_fts MATCH :fts_query
           AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
         ORDER BY bm25(questions_fts)
-        LIMIT :fts_limit
+        LIMIT (SELECT :fts_limit)
     )
 ),
 -- Documents dated inside a range the query names (ISO strings compare in
@@ -250,7 +254,7 @@ date_ranked AS (
     LEFT JOIN vec_ranked AS v ON v.doc_id = h.doc_id
     LEFT JOIN hype_ranked AS y ON y.doc_id = h.doc_id
     ORDER BY rank
-    LIMIT :date_limit
+    LIMIT (SELECT :date_limit)
 ),
 lists AS (
     -- one row per (list, document); weight: fm's weight, hype's best question
@@ -373,4 +377,4 @@ FROM final AS s
 LEFT JOIN document_chunks AS c ON c.vector_id = s.vec_vector_id
 LEFT JOIN hype_questions AS q ON q.doc_id = s.doc_id AND q.position = s.hype_position
 ORDER BY score DESC, s.doc_id
-LIMIT :limit;
+LIMIT (SELECT :limit);
