@@ -29,7 +29,9 @@ from benchmarks.baselines.seed import write_sidecar
 from benchmarks.precomputed import PrecomputedEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
-DATASETS = REPO.parent / "shared" / "datasets"
+# shared/datasets beside the checkout (main) or one level up (a worktree in wt/)
+DATASETS = next((p / "shared" / "datasets" for p in (REPO.parent, REPO.parent.parent)
+                 if (p / "shared" / "datasets").is_dir()), REPO.parent / "shared" / "datasets")
 CACHE = REPO / "benchmarks" / "cache" / "latency"
 QUESTIONS_PER_DOC = 6
 CACHE_VERSION = 1
@@ -48,8 +50,16 @@ _WORD = re.compile(r"[a-z]{5,}")
 _TITLE_INDEX = re.compile(r"^Title: .*\[(\d+)\]\s*$", re.MULTILINE)
 
 
-def paths_for(n: int, dim: int, cache: Path = CACHE) -> dict[str, Path]:
-    root = cache / f"v{CACHE_VERSION}-n{n}-d{dim}"
+VECTOR_SOURCES = ("clustered", "real")
+# MiniLM vectors the quality benchmark cached (benchmarks/quality.py): the
+# "real" corpus is built from them.
+REAL_POOLS = ("scifact-*.npy", "cranfield-*.npy", "cisi-*.npy")
+
+
+def paths_for(n: int, dim: int, cache: Path = CACHE, source: str = "clustered"
+              ) -> dict[str, Path]:
+    root = cache / (f"v{CACHE_VERSION}-n{n}-d{dim}" + ("" if source == "clustered"
+                                                       else f"-{source}"))
     return {"root": root, "db": root / "kb.sqlite", "npz": root / "seed.npz",
             "docs": root / "docs.jsonl", "build": root / "build.json"}
 
@@ -84,6 +94,43 @@ def make_vectors(n: int, dim: int, seed: int = 7) -> np.ndarray:
         block = out[n + start * QUESTIONS_PER_DOC:n + stop * QUESTIONS_PER_DOC]
         block[:] = np.repeat(docs[start:stop], QUESTIONS_PER_DOC, axis=0)
         block += rng.standard_normal(block.shape, dtype=np.float32) * (0.6 / np.sqrt(dim))
+        _unit(block)
+    return out
+
+
+def real_pool(cache_root: Path = CACHE.parent) -> np.ndarray:
+    """Every cached MiniLM vector of the three test collections (documents
+    and queries, ~9,800 x 384), unit length."""
+    files = sorted(p for pattern in REAL_POOLS for p in cache_root.glob(pattern)
+                   if ".tmp." not in p.name)
+    if not files:
+        raise FileNotFoundError(f"no cached MiniLM vectors in {cache_root}: run "
+                                "`python -m benchmarks.quality --embed-only` first")
+    pool = np.concatenate([np.load(p).astype(np.float32) for p in files])
+    return _unit(pool[np.linalg.norm(pool, axis=1) > 0])
+
+
+def make_real_vectors(n: int, pool: np.ndarray, seed: int = 7) -> np.ndarray:
+    """Like make_vectors, from real embeddings: document i is a mix of two
+    pool vectors (weights 1 and 0.3..0.8), so n documents are distinct yet
+    keep MiniLM's geometry (its anisotropy is what sign bits find hard);
+    question j of document i mixes the document with a third pool vector
+    (weight 0.3..0.6), as a question sits near, not on, its document."""
+    rng = np.random.default_rng(seed)
+    m, dim = pool.shape
+    out = np.empty((n * (1 + QUESTIONS_PER_DOC), dim), np.float32)
+    docs = out[:n]
+    docs[:] = pool[rng.integers(m, size=n)]
+    docs += pool[rng.integers(m, size=n)] * rng.uniform(0.3, 0.8, size=(n, 1)).astype(np.float32)
+    _unit(docs)
+    step = 20000
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        block = out[n + start * QUESTIONS_PER_DOC:n + stop * QUESTIONS_PER_DOC]
+        rows = len(block)
+        block[:] = np.repeat(docs[start:stop], QUESTIONS_PER_DOC, axis=0)
+        block += pool[rng.integers(m, size=rows)] * rng.uniform(
+            0.3, 0.6, size=(rows, 1)).astype(np.float32)
         _unit(block)
     return out
 
@@ -133,9 +180,11 @@ def fake_completion(records: list[dict[str, Any]]) -> Any:
 
 
 def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
-          log: Any = print) -> dict[str, Any]:
-    """Build (or reuse) the kbstore DB and the seed inputs for n documents."""
-    where = paths_for(n, dim, cache)
+          log: Any = print, source: str = "clustered") -> dict[str, Any]:
+    """Build (or reuse) the kbstore DB and the seed inputs for n documents;
+    ``source``: clustered random vectors or mixes of real MiniLM vectors
+    (dim 384 only)."""
+    where = paths_for(n, dim, cache, source)
     if where["build"].exists():
         return json.loads(where["build"].read_text())
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
@@ -150,7 +199,13 @@ def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
         where[stale].unlink(missing_ok=True)
     t0 = time.perf_counter()
     records = make_records(n, data_dir)
-    vectors = make_vectors(n, dim)
+    if source == "real":
+        pool = real_pool(cache.parent)
+        if pool.shape[1] != dim:
+            raise ValueError(f"the cached real vectors are {pool.shape[1]}-d, not {dim}-d")
+        vectors = make_real_vectors(n, pool)
+    else:
+        vectors = make_vectors(n, dim)
     docs = [make_document(r["path"], title=r["title"], body=r["body"], tags=r["tags"],
                           created=r["created"], updated=r["updated"]) for r in records]
     index: dict[str, int] = {}
@@ -196,7 +251,8 @@ def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
     write_sidecar(where["npz"], paths, vectors[:n], [d.content_hash() for d in docs],
                   vectors[n:], np.repeat(paths, QUESTIONS_PER_DOC),
                   [q for r in records for q in r["questions"]])
-    info = {"n": n, "dim": dim, "vectors": int(stored_vectors), "ingest_seconds": ingest_s,
+    info = {"n": n, "dim": dim, "source": source, "vectors": int(stored_vectors),
+            "ingest_seconds": ingest_s,
             "ingest_docs_per_s": n / ingest_s,
             "ingest_vectors_per_s": stored_vectors / ingest_s,
             "embedder_calls": embedder.calls, "report": report.to_dict()}
@@ -206,6 +262,7 @@ def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
     return info
 
 
-def load_docs(n: int, dim: int, cache: Path = CACHE) -> list[dict[str, Any]]:
-    with paths_for(n, dim, cache)["docs"].open(encoding="utf-8") as fh:
+def load_docs(n: int, dim: int, cache: Path = CACHE, source: str = "clustered"
+              ) -> list[dict[str, Any]]:
+    with paths_for(n, dim, cache, source)["docs"].open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]

@@ -73,6 +73,10 @@ DEFAULTS: dict[str, Any] = {
     # HyPE partition is 6x larger while a document needs only one of its
     # questions among the candidates). Chunks: like documents.
     "vec_k_doc": None, "vec_k_hype": None, "vec_k_chunk": None,
+    # Vector plan per kind (SQLite, see search.sql): 'auto' = exact cosine over
+    # the float vectors while a kind holds at most exact_ratio x its k vectors,
+    # else the sign-bit KNN; 'exact' / 'bits' force one (benchmarks/speed.py).
+    "vec_plan": "auto", "exact_ratio": 8,
     "min_similarity": None, "drop_stopwords": True,
 }
 # Values the first release stored in every database's 'fusion' defaults for
@@ -83,6 +87,7 @@ DEFAULTS: dict[str, Any] = {
 LEGACY_DEFAULTS: dict[str, Any] = {"boost_skill": 1.2, "boost_journal": 0.8,
                                    "half_life_days": 30.0, "min_similarity": None}
 FUSIONS = ("rrf", "convex")
+VEC_PLANS = ("auto", "exact", "bits")
 VEC_K_MAX = 4096  # sqlite-vec's cap on k
 VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128, "vec_k_chunk": 256}
 VEC_K_KEYS = tuple(VEC_K_AUTO)
@@ -194,6 +199,9 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     for name in VEC_K_KEYS:  # 0: that kind of vector is not searched
         if out[name] is not None:
             out[name] = _count(name, out[name], 0, VEC_K_MAX)
+    if out["vec_plan"] not in VEC_PLANS:
+        raise InvalidQueryError(f"vec_plan must be one of {VEC_PLANS}, got {out['vec_plan']!r}")
+    out["exact_ratio"] = _count("exact_ratio", out["exact_ratio"], 0, 1000)
     if not isinstance(out["drop_stopwords"], bool):
         raise InvalidQueryError("drop_stopwords must be True or False")
     return out

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbstore import FakeEmbedder, KnowledgeStore
-from kbstore.backends.sqlite.backend import SQLiteBackend
+from kbstore.backends.sqlite.pending import PendingRows
 
 from .util import doc_id, raw
 
@@ -69,15 +69,14 @@ def test_document_and_its_questions_change_in_one_transaction(
                     conn.execute("SELECT * FROM derived ORDER BY kind").fetchall())
 
         before = state()
-        real_mark = SQLiteBackend._mark
+        real_flush = PendingRows.flush
 
-        def failing_mark(self, doc, kind, *args, **kwargs):  # type: ignore[no-untyped-def]
-            if kind == "hype_vectors":  # after document, questions and vectors were written
-                raise RuntimeError("disk full")
-            return real_mark(self, doc, kind, *args, **kwargs)
+        def failing_flush(self, conn):  # type: ignore[no-untyped-def]
+            real_flush(self, conn)  # document, questions, vectors and hash rows written
+            raise RuntimeError("disk full")
 
         with monkeypatch.context() as patched:
-            patched.setattr(SQLiteBackend, "_mark", failing_mark)
+            patched.setattr(PendingRows, "flush", failing_flush)
             with pytest.raises(RuntimeError, match="disk full"):
                 store.upsert(PATH, title="Kitchen", body="All about tea.")
         # Rolled back together: old body, old questions, old vectors, old hash rows.

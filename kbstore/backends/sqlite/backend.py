@@ -41,6 +41,7 @@ from . import migrations as _migrations
 from . import search as _search
 from . import vectors as _vectors
 from .connection import Connection, connect, enable_writes, snapshot, transaction
+from .pending import PendingRows
 
 _DOC_COLUMNS = "id, path, title, body, tags, topic, doc_type, created, updated, extra"
 _ERROR_CHARS = 500
@@ -306,16 +307,18 @@ class SQLiteBackend:
                 self._check_fingerprint(fingerprint_id)
             current = self.stored([c.path for c in changes])
             rebuilding = _vectors.stage_exists(self.conn)
+            pending = PendingRows()
             for change in changes:
                 now = current.get(change.path)
                 if now != change.expected:
                     out.stale.append(change.path)
                     continue
-                doc_id = self._apply_one(change, now, out)
+                doc_id = self._apply_one(change, now, out, pending)
                 if rebuilding and doc_id is not None:
                     # A reembed is staging vectors: what it staged for this
                     # document no longer matches; it re-stages it.
                     _vectors.stage_clear_document(self.conn, doc_id)
+            pending.flush(self.conn)
         return out
 
     def _check_fingerprint(self, writer: str | None) -> None:
@@ -326,8 +329,12 @@ class SQLiteBackend:
                 f"{self.location} is now embedded with {now}, not {writer} (another process "
                 "re-embedded it); nothing was written. Reopen the store.")
 
-    def _apply_one(self, change: Change, now: Stored | None, out: Applied) -> int | None:
-        """Returns the document key written (None when nothing was)."""
+    def _apply_one(self, change: Change, now: Stored | None, out: Applied,
+                   pending: PendingRows) -> int | None:
+        """Returns the document key written (None when nothing was). Vectors,
+        questions, chunks and hash rows go to ``pending``; slots to free are
+        freed now. A new document's id was never used (AUTOINCREMENT), so it
+        has nothing to free."""
         conn = self.conn
         if change.delete:
             if now is not None:
@@ -350,26 +357,32 @@ class SQLiteBackend:
             out.derived.append(change.path)
         else:
             return None  # derived data for a document that does not exist
+        fresh = now is None
         if change.doc_vector is not None:
-            _vectors.delete_slots(conn, doc_id, [0])
-            _vectors.insert(conn, doc_id, 0, topic, doc_type, _vectors.blob(change.doc_vector))
-            self._mark(doc_id, DOC_VECTOR, change.vector_hash, change.vector_model)
+            if not fresh:
+                _vectors.delete_slots(conn, doc_id, [0])
+            pending.vector(doc_id, 0, topic, doc_type, _vectors.blob(change.doc_vector))
+            pending.mark(doc_id, DOC_VECTOR, change.vector_hash, change.vector_model, OK, None)
         if change.questions is not None or change.drop_questions:
-            self._replace_questions(doc_id, topic, doc_type, change)
+            self._replace_questions(doc_id, topic, doc_type, change, pending, fresh)
         if change.chunks is not None or change.drop_chunks:
-            self._replace_chunks(doc_id, topic, doc_type, change)
+            self._replace_chunks(doc_id, topic, doc_type, change, pending, fresh)
         return doc_id
 
-    def _replace_chunks(self, doc_id: int, topic: str, doc_type: str, change: Change) -> None:
+    def _replace_chunks(self, doc_id: int, topic: str, doc_type: str, change: Change,
+                        pending: PendingRows, fresh: bool) -> None:
+        if not fresh:
+            _vectors.delete_slots(self.conn, doc_id, _vectors.chunk_slots(self.conn, doc_id))
+            self.conn.execute("DELETE FROM document_chunks WHERE doc_id = ?", (doc_id,))
         new = change.chunks
         if new is None or not new.vectors:
-            _vectors.replace_chunks(self.conn, doc_id, topic, doc_type, [], [])
-            self.conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind = ?",
-                              (doc_id, CHUNK_VECTORS))
+            pending.unmark(self.conn, doc_id, (CHUNK_VECTORS,))
             return
-        _vectors.replace_chunks(self.conn, doc_id, topic, doc_type, new.spans,
-                                [_vectors.blob(v) for v in new.vectors])
-        self._mark(doc_id, CHUNK_VECTORS, new.content_hash, change.vector_model)
+        for n, (span, vector) in enumerate(zip(new.spans, new.vectors, strict=True)):
+            pending.chunk(doc_id, n, span[0], span[1])
+            pending.vector(doc_id, _vectors.CHUNK_SLOT + n, topic, doc_type,
+                           _vectors.blob(vector))
+        pending.mark(doc_id, CHUNK_VECTORS, new.content_hash, change.vector_model, OK, None)
 
     def _write_document(self, doc: Document, now: Stored | None) -> int:
         values = (doc.title, json.dumps(doc.tags, ensure_ascii=False), doc.body, doc.topic,
@@ -388,29 +401,27 @@ class SQLiteBackend:
                 (*values, now.key))
         return now.key
 
-    def _replace_questions(self, doc_id: int, topic: str, doc_type: str,
-                           change: Change) -> None:
+    def _replace_questions(self, doc_id: int, topic: str, doc_type: str, change: Change,
+                           pending: PendingRows, fresh: bool) -> None:
         conn = self.conn
-        old = [s for s in _vectors.used_slots(conn, doc_id) if s > 0]
         new = change.questions
         texts = new.texts[:self.max_questions] if new is not None else []
-        _vectors.delete_slots(conn, doc_id, sorted(set(old) | set(range(1, len(texts) + 1))))
-        conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
+        if not fresh:
+            old = [s for s in _vectors.used_slots(conn, doc_id) if 0 < s < _vectors.CHUNK_SLOT]
+            _vectors.delete_slots(conn, doc_id, sorted(set(old) | set(range(1, len(texts) + 1))))
+            conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
         if new is None:  # drop stale questions
-            conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind IN (?, ?)",
-                         (doc_id, HYPE_QUESTIONS, HYPE_VECTORS))
+            pending.unmark(conn, doc_id, (HYPE_QUESTIONS, HYPE_VECTORS))
             return
         for pos, (text, vector) in enumerate(zip(texts, new.vectors, strict=False), start=1):
-            conn.execute("INSERT INTO hype_questions (doc_id, position, question) "
-                         "VALUES (?, ?, ?)", (doc_id, pos, text))
-            _vectors.insert(conn, doc_id, pos, topic, doc_type, _vectors.blob(vector))
+            pending.question(doc_id, pos, text)
+            pending.vector(doc_id, pos, topic, doc_type, _vectors.blob(vector))
         error = redact(new.error)[:_ERROR_CHARS] if new.error else None
-        self._mark(doc_id, HYPE_QUESTIONS, new.content_hash, new.llm_model, new.status, error)
+        pending.mark(doc_id, HYPE_QUESTIONS, new.content_hash, new.llm_model, new.status, error)
         if texts:
-            self._mark(doc_id, HYPE_VECTORS, new.content_hash, change.vector_model)
+            pending.mark(doc_id, HYPE_VECTORS, new.content_hash, change.vector_model, OK, None)
         else:
-            conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind = ?",
-                         (doc_id, HYPE_VECTORS))
+            pending.unmark(conn, doc_id, (HYPE_VECTORS,))
 
     def _mark(self, doc_id: int, kind: str, content_hash: str, model: str,
               status: str = OK, error: str | None = None) -> None:

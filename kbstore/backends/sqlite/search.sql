@@ -17,6 +17,12 @@
 -- Each KNN: a sign-bit prefilter inside one vec0 partition (kind 'doc' |
 -- 'chunk' | 'hype'), so one document's many chunk or question vectors cannot
 -- crowd out others, then exact cosine from the float32 copy (vector_data).
+-- Vector plan (:vec_plan), per kind: 'bits' = that KNN; 'exact' = the top
+-- k by exact cosine over that kind's float32 copies instead; 'auto' = exact
+-- while the file holds at most :exact_ratio x k vectors of the kind. vec0's
+-- KNN costs about k x 4096 (its chunk size) comparisons per chunk, however
+-- few vectors a chunk holds; a scan costs one cosine per vector: on a small
+-- file the scan is cheaper (benchmarks/speed.py measures both plans).
 --
 -- Fusion (:fusion):
 --   'rrf'    relevance = sum of :w_x * weight_x / (:k_rrf + rank_x)   (default;
@@ -44,6 +50,10 @@
 -- used by hype_scored);
 -- chunk vectors are listed by id in document_chunks.
 --
+-- Every LIMIT reads its parameter through (SELECT :x): SQLite plans with the
+-- value of a bare LIMIT parameter and so re-prepares the statement each time
+-- it is bound -- for this statement, its whole compile on every search.
+--
 -- Run it from the sqlite3 shell (see README): `kbstore search --shell` writes
 -- a script that .loads sqlite-vec, sets every parameter and runs this file.
 -- :qvec may be a JSON array ('[0.1, ...]') or a float32 blob; :has_vector 0
@@ -63,7 +73,7 @@ fm_title AS (
     FROM titles_fts
     WHERE :title_query IS NOT NULL AND titles_fts MATCH :title_query
     ORDER BY rank
-    LIMIT :fm_limit
+    LIMIT (SELECT :fm_limit)
 ),
 fm_ranked AS (
     SELECT doc_id, coverage + title_score AS score, weight,
@@ -84,7 +94,7 @@ fm_ranked AS (
         )
     )
     ORDER BY rank
-    LIMIT :fm_limit
+    LIMIT (SELECT :fm_limit)
 ),
 fts_ranked AS (
     SELECT doc_id, score, row_number() OVER (ORDER BY score DESC, doc_id) AS rank
@@ -94,29 +104,75 @@ fts_ranked AS (
         WHERE :fts_query IS NOT NULL AND documents_fts MATCH :fts_query
           AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
         ORDER BY bm25(documents_fts, :w_title, :w_tags, :w_body)
-        LIMIT :fts_limit
+        LIMIT (SELECT :fts_limit)
     )
 ),
--- KNN on sign bits (hamming), one vec0 partition each. The topic filter is a
--- vec0 metadata constraint: it runs inside the KNN, which therefore still
--- returns k rows of that topic.
+vec_plan AS MATERIALIZED (
+    -- per kind: 1 = exact scan, 0 = sign-bit KNN; 'auto' counts each kind's
+    -- rows only up to the bound (an index scan of at most that many entries)
+    SELECT CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
+           ELSE (SELECT count(*) FROM (SELECT 1 FROM documents
+                                       LIMIT :exact_ratio * :vec_k_doc + 1))
+                <= :exact_ratio * :vec_k_doc END AS doc,
+           CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
+           ELSE (SELECT count(*) FROM (SELECT 1 FROM document_chunks
+                                       LIMIT :exact_ratio * :vec_k_chunk + 1))
+                <= :exact_ratio * :vec_k_chunk END AS chunk,
+           CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
+           ELSE (SELECT count(*) FROM (SELECT 1 FROM hype_questions
+                                       LIMIT :exact_ratio * :vec_k_hype + 1))
+                <= :exact_ratio * :vec_k_hype END AS hype
+),
+-- KNN on sign bits (hamming), one vec0 partition each (k = 0 when that kind
+-- is scanned exactly), or the exact plan's top k of that kind: its float32
+-- vectors reached from documents / document_chunks / hype_questions
+-- (document vector doc_id * 32, question doc_id * 32 + position). The topic
+-- filter is a vec0 metadata constraint: it runs inside the KNN, which
+-- therefore still returns k rows of that topic.
 vec_doc AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_doc
+    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+      AND k = CASE WHEN (SELECT doc FROM vec_plan) THEN 0 ELSE :vec_k_doc END
       AND kind = 'doc'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    UNION ALL
+    SELECT * FROM (
+        SELECT v.vector_id, v.doc_id
+        FROM documents AS d JOIN vector_data AS v ON v.vector_id = d.id * 32
+        WHERE (SELECT doc FROM vec_plan) AND :has_vector
+          AND (:topic IS NULL OR d.topic = :topic)
+        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
+        LIMIT (SELECT :vec_k_doc))
 ),
 vec_chunk AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_chunk
+    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+      AND k = CASE WHEN (SELECT chunk FROM vec_plan) THEN 0 ELSE :vec_k_chunk END
       AND kind = 'chunk'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    UNION ALL
+    SELECT * FROM (
+        SELECT v.vector_id, v.doc_id
+        FROM document_chunks AS c JOIN vector_data AS v ON v.vector_id = c.vector_id
+        WHERE (SELECT chunk FROM vec_plan) AND :has_vector
+          AND (:topic IS NULL OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
+        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
+        LIMIT (SELECT :vec_k_chunk))
 ),
 vec_hype AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_hype
+    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+      AND k = CASE WHEN (SELECT hype FROM vec_plan) THEN 0 ELSE :vec_k_hype END
       AND kind = 'hype'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    UNION ALL
+    SELECT * FROM (
+        SELECT v.vector_id, v.doc_id
+        FROM hype_questions AS q JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
+        WHERE (SELECT hype FROM vec_plan) AND :has_vector
+          AND (:topic IS NULL OR q.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
+        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
+        LIMIT (SELECT :vec_k_hype))
 ),
 -- Exact cosine for the candidates, from the float32 copy.
 vec_scored AS (
@@ -137,7 +193,7 @@ vec_ranked AS (
     )
     WHERE nth = 1
     ORDER BY rank
-    LIMIT :vec_limit
+    LIMIT (SELECT :vec_limit)
 ),
 -- HyPE: every question of the documents the KNN found, scored exactly;
 -- a document scores the mean of its :hype_top best questions (several
@@ -160,7 +216,7 @@ hype_ranked AS (
     WHERE nth <= :hype_top
     GROUP BY doc_id
     ORDER BY rank
-    LIMIT :vec_limit
+    LIMIT (SELECT :vec_limit)
 ),
 -- HyPE questions as text: BM25 over each document's questions.
 hype_fts_ranked AS (
@@ -171,7 +227,7 @@ hype_fts_ranked AS (
         WHERE :fts_query IS NOT NULL AND questions_fts MATCH :fts_query
           AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
         ORDER BY bm25(questions_fts)
-        LIMIT :fts_limit
+        LIMIT (SELECT :fts_limit)
     )
 ),
 -- Documents dated inside a range the query names (ISO strings compare in
@@ -199,7 +255,7 @@ date_ranked AS (
     LEFT JOIN vec_ranked AS v ON v.doc_id = h.doc_id
     LEFT JOIN hype_ranked AS y ON y.doc_id = h.doc_id
     ORDER BY rank
-    LIMIT :date_limit
+    LIMIT (SELECT :date_limit)
 ),
 lists AS (
     -- one row per (list, document); weight: fm's weight, hype's best question
@@ -326,4 +382,4 @@ FROM final AS s
 LEFT JOIN document_chunks AS c ON c.vector_id = s.vec_vector_id
 LEFT JOIN hype_questions AS q ON q.doc_id = s.doc_id AND q.position = s.hype_position
 ORDER BY score DESC, s.doc_id
-LIMIT :limit;
+LIMIT (SELECT :limit);

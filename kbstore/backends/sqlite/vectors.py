@@ -107,16 +107,23 @@ def create_table(conn: Connection, dim: int) -> None:
         )""")  # dim is a validated integer, not user text
 
 
-def insert(conn: Connection, doc_id: int, slot: int, topic: str, doc_type: str,
-           vector_blob: bytes) -> None:
-    """Write one vector (vec0 sign bits + float32 copy) into an EMPTY slot."""
-    vid = vector_id(doc_id, slot)
-    conn.execute(
-        f"INSERT INTO {TABLE} (vector_id, kind, embedding_bits, doc_id, topic, doc_type)"
-        " VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
-        (vid, kind_of(slot), vector_blob, doc_id, topic, doc_type))
-    conn.execute("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding) "
-                 "VALUES (?, ?, ?)", (vid, doc_id, vector_blob))
+_INSERT_BITS = (f"INSERT INTO {TABLE} (vector_id, kind, embedding_bits, doc_id, topic, doc_type)"
+                " VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)")
+
+
+def insert_many(conn: Connection, rows: Sequence[tuple[int, str, int, str, str, bytes]]) -> None:
+    """Write vectors, (vector_id, kind, doc_id, topic, doc_type, float32 blob)
+    each, into slots the caller freed or that are new (a new document's id
+    was never used: AUTOINCREMENT). If vec0 still holds one of the ids (a
+    damaged file), those are freed and the rows written again."""
+    bits = [(vid, kind, emb, did, topic, dtype) for vid, kind, did, topic, dtype, emb in rows]
+    try:
+        conn.executemany(_INSERT_BITS, bits)
+    except Exception:  # sqlite3 or sqlean's IntegrityError: vec0 has no OR REPLACE
+        conn.executemany(f"DELETE FROM {TABLE} WHERE vector_id = ?", [(r[0],) for r in rows])
+        conn.executemany(_INSERT_BITS, bits)
+    conn.executemany("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding) "
+                     "VALUES (?, ?, ?)", [(r[0], r[2], r[5]) for r in rows])
 
 
 def delete_slots(conn: Connection, doc_id: int, slots: Iterable[int]) -> None:
@@ -149,18 +156,6 @@ def delete_document(conn: Connection, doc_id: int, question_slots: int) -> None:
     slots = set(used_slots(conn, doc_id)) | set(range(question_slots + 1)) \
         | set(chunk_slots(conn, doc_id))
     delete_slots(conn, doc_id, sorted(slots))
-
-
-def replace_chunks(conn: Connection, doc_id: int, topic: str, doc_type: str,
-                   spans: Sequence[tuple[int, int]], vector_blobs: Sequence[bytes]) -> None:
-    """A document's chunk rows and vectors, replaced (none: removed)."""
-    delete_slots(conn, doc_id, chunk_slots(conn, doc_id))
-    conn.execute("DELETE FROM document_chunks WHERE doc_id = ?", (doc_id,))
-    for n, (span, vector_blob) in enumerate(zip(spans, vector_blobs, strict=True)):
-        conn.execute("INSERT INTO document_chunks (doc_id, position, vector_id, start_char, "
-                     "end_char) VALUES (?, ?, ?, ?, ?)",
-                     (doc_id, n, vector_id(doc_id, CHUNK_SLOT + n), span[0], span[1]))
-        insert(conn, doc_id, CHUNK_SLOT + n, topic, doc_type, vector_blob)
 
 
 def retag(conn: Connection, doc_id: int, topic: str, doc_type: str) -> None:

@@ -1,0 +1,192 @@
+"""Where ingest time goes, per document, with precomputed vectors.
+
+    python -m benchmarks.ingest_profile --n 2000           # table on stdout
+    python -m benchmarks.ingest_profile --n 10000 --json out.json
+    python -m benchmarks.ingest_profile --n 5000 --compare OLD_DIR  # OLD_DIR/kbstore vs this
+
+Builds n documents of the latency corpus (benchmarks/latency_data.py: SciFact
+text, 6 HyPE questions from a fake LLM, clustered vectors, 7 vectors per
+document) into a temporary file through ``KnowledgeStore.upsert_many``, with
+the SQLite connection wrapped so every ``execute``/``executemany`` is counted
+and timed by statement. Reported per document: SQL calls, SQL time by
+statement (the triggers a statement fires are inside its time), and the
+Python around it (planning, the fake LLM's thread pool, hashing).
+``--compare`` times another kbstore tree (e.g. ``git archive`` of an older
+commit) against this one, each in fresh processes, alternating, uncounted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.latency_data import (
+    DATASETS,
+    QUESTIONS_PER_DOC,
+    fake_completion,
+    make_records,
+    make_vectors,
+)
+from benchmarks.precomputed import PrecomputedEmbedder
+
+
+class CountingConnection:
+    """Wraps a sqlite3 connection: time and count per statement text."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.calls: dict[str, int] = defaultdict(int)
+        self.rows: dict[str, int] = defaultdict(int)
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def _timed(self, sql: str, fn: Any, *args: Any) -> Any:
+        key = " ".join(sql.split())[:90]
+        t = time.perf_counter()
+        try:
+            return fn(sql, *args)
+        finally:
+            self.seconds[key] += time.perf_counter() - t
+            self.calls[key] += 1
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        key = " ".join(sql.split())[:90]
+        self.rows[key] += 1
+        return self._timed(sql, self._inner.execute, *args)
+
+    def executemany(self, sql: str, seq: Any) -> Any:
+        seq = list(seq)
+        self.rows[" ".join(sql.split())[:90]] += len(seq)
+        return self._timed(sql, self._inner.executemany, seq)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def run(n: int, batch_size: int | None = None, count_sql: bool = True) -> dict[str, Any]:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+    import litellm
+
+    from kbstore import KnowledgeStore
+    from kbstore.embed import embedding_text
+    from kbstore.ingest import make_document
+
+    dim = 384
+    records = make_records(n, DATASETS)
+    vectors = make_vectors(n, dim)
+    docs = [make_document(r["path"], title=r["title"], body=r["body"], tags=r["tags"],
+                          created=r["created"], updated=r["updated"]) for r in records]
+    index: dict[str, int] = {}
+    for i, (doc, rec) in enumerate(zip(docs, records, strict=True)):
+        index[embedding_text(doc.title, doc.tags, doc.body)] = i
+        for j, question in enumerate(rec["questions"]):
+            index[question] = n + i * QUESTIONS_PER_DOC + j
+    embedder = PrecomputedEmbedder(dim, index, vectors)
+    saved = litellm.completion
+    litellm.completion = fake_completion(records)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            store = KnowledgeStore.open(Path(tmp) / "kb.sqlite", embedder, hype=True,
+                                        hype_model="fake/benchmark")
+            backend: Any = store.backend  # the SQLite backend: its connection is wrapped
+            counting = CountingConnection(backend.conn)
+            if count_sql:
+                backend.conn = counting
+            t = time.perf_counter()
+            report = store.upsert_many(docs, batch_size=batch_size)
+            seconds = time.perf_counter() - t
+            backend.conn = counting._inner
+            vecs = backend.conn.execute("SELECT count(*) FROM vector_data").fetchone()[0]
+            store.close()
+        finally:
+            litellm.completion = saved
+    if report.added != n or vecs != n * (1 + QUESTIONS_PER_DOC):
+        raise RuntimeError(f"incomplete ingest: {report.to_dict()}, {vecs} vectors")
+    sql_s = sum(counting.seconds.values())
+    return {
+        "n": n, "seconds": seconds, "docs_per_s": n / seconds, "vectors": vecs,
+        "counted": count_sql,
+        "sql_calls_per_doc": sum(counting.calls.values()) / n,
+        "sql_rows_per_doc": sum(counting.rows.values()) / n,
+        "sql_seconds": sql_s, "python_seconds": seconds - sql_s,
+        "statements": sorted(
+            ({"sql": k, "calls_per_doc": counting.calls[k] / n,
+              "rows_per_doc": counting.rows[k] / n,
+              "us_per_doc": counting.seconds[k] / n * 1e6} for k in counting.seconds),
+            key=lambda r: -r["us_per_doc"]),
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [f"{result['n']} docs in {result['seconds']:.2f} s = {result['docs_per_s']:.0f} "
+             f"docs/s ({result['vectors']} vectors); SQL calls per doc "
+             f"{result['sql_calls_per_doc']:.2f} ({result['sql_rows_per_doc']:.1f} rows); "
+             f"SQL {result['sql_seconds']:.2f} s, Python {result['python_seconds']:.2f} s",
+             "", "| statement (fires its triggers) | calls/doc | rows/doc | us/doc |",
+             "|---|---|---|---|"]
+    for s in result["statements"][:20]:
+        lines.append(f"| `{s['sql']}` | {s['calls_per_doc']:.2f} | {s['rows_per_doc']:.2f} "
+                     f"| {s['us_per_doc']:.0f} |")
+    return "\n".join(lines)
+
+
+def compare(n: int, other: Path, rounds: int) -> dict[str, Any]:
+    """docs/s of OTHER/kbstore and of this tree, alternating runs (one process each)."""
+    import statistics
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    # The other tree's kbstore must win over this checkout's editable install,
+    # whose import hook comes before sys.path: drop that hook in the child.
+    code = ("import json, os, sys\n"
+            "tree = os.environ.get('KBSTORE_TREE')\n"
+            "if tree:\n"
+            "    sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f)]\n"
+            "    sys.path.insert(0, tree)\n"
+            "import kbstore\n"
+            "from benchmarks.ingest_profile import run\n"
+            f"r = run({n}, count_sql=False)\n"
+            "print(json.dumps([r['docs_per_s'], kbstore.__file__]))")
+    out: dict[str, list[float]] = {"other": [], "this": []}
+    for i in range(rounds):
+        for who in (("other", "this") if i % 2 == 0 else ("this", "other")):
+            env = {**os.environ, "PYTHONPATH": str(repo),
+                   "KBSTORE_TREE": str(other) if who == "other" else ""}
+            proc = subprocess.run([sys.executable, "-c", code], cwd=repo, check=True,
+                                  capture_output=True, text=True, env=env)
+            rate, used = json.loads(proc.stdout.strip().splitlines()[-1])
+            out[who].append(float(rate))
+            print(f"{who} ({used}): {rate:.0f} docs/s", flush=True)
+    med = {k: statistics.median(v) for k, v in out.items()}
+    return {"n": n, "runs": out, "median_docs_per_s": med, "speedup": med["this"] / med["other"]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--batch-size", type=int)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--no-count", action="store_true", help="time without the SQL wrapper")
+    ap.add_argument("--compare", type=Path, help="a folder holding another kbstore package")
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args(argv)
+    if args.compare:
+        result = compare(args.n, args.compare, args.rounds)
+        print(json.dumps(result, indent=1))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1))
+        return
+    result = run(args.n, args.batch_size, count_sql=not args.no_count)
+    print(table(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
