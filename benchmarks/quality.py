@@ -13,9 +13,13 @@ Metrics come from pytrec_eval (trec_eval): nDCG@10, Recall@100, MRR@10.
 
 Embeddings are cached in ``--cache-dir`` keyed by the embedder fingerprint
 and the corpus file hash, so only the first run embeds (SciFact: ~8 min on 2
-cores with the offline MiniLM model). HyPE is off here (no LLM); with an LLM
-configured, open the store with ``hype=True`` (``--hype``) and it adds
-question vectors to the same vector retriever.
+cores with the offline MiniLM model). HyPE is off by default (no LLM).
+``--hype-questions`` replays the LLM-written questions shipped with Cranfield
+and CISI (``shared/datasets/<name>/hype_questions.jsonl.gz``) in place of
+``litellm.completion``: each HyPE prompt is answered with the questions of
+the document it quotes, so HyPE goes through kbstore's real write path
+(prompt, parsing, question vectors, its own ranked list) without a network.
+``--hype`` instead asks the configured LLM.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "datasets"
+# shared/datasets beside the checkout (main) or one level up (a worktree in wt/)
+DEFAULT_DATA = next((p / "shared" / "datasets" for p in (REPO.parent, REPO.parent.parent)
+                     if (p / "shared" / "datasets").is_dir()), REPO.parent / "shared" / "datasets")
 DEFAULT_CACHE = REPO / "benchmarks" / "cache"
 RESULTS = REPO / "benchmarks" / "results"
 DEPTH = 100  # every run is evaluated on its top 100
@@ -123,6 +129,9 @@ class CachingEmbedder:
     def __init__(self, inner: Any, cache: VectorCache) -> None:
         self.inner, self.cache = inner, cache
         self.name, self.dim = inner.name, inner.dim
+        self.max_tokens = getattr(inner, "max_tokens", None)
+        # the model's confidence floor: a new database stores it as its default
+        self.min_similarity = getattr(inner, "min_similarity", None)
         self.embedded = 0
 
     def fingerprint(self) -> dict[str, Any]:
@@ -158,6 +167,47 @@ class CachingEmbedder:
         return self._embed("q", texts)
 
 
+# -- HyPE questions replayed from the shipped files ---------------------------
+
+HYPE_FILE = "hype_questions.jsonl.gz"
+REPLAY_MODEL = "replay/shipped-hype-questions"
+
+
+class ReplayLLM:
+    """Stands in for ``litellm.completion``: answers kbstore's HyPE prompt
+    with the shipped questions of the document the prompt quotes (matched by
+    title and the quoted body, which kbstore cuts at hype.BODY_CHARS)."""
+
+    def __init__(self, corpus: list[dict[str, str]], path: Path) -> None:
+        from kbstore.hype import BODY_CHARS
+
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            by_id = {row["_id"]: row["questions"] for row in map(json.loads, fh) if row}
+        self.by_text: dict[tuple[str, str], list[str]] = {}
+        self.by_body: dict[str, list[str]] = {}
+        for row in corpus:
+            questions = by_id.get(row["_id"])
+            if questions:
+                body = row["text"][:BODY_CHARS]
+                self.by_text[(row["title"].strip(), body.strip())] = questions
+                self.by_body.setdefault(body.strip(), questions)
+        self.calls = self.misses = 0
+
+    def __call__(self, **kwargs: Any) -> Any:
+        from types import SimpleNamespace
+
+        self.calls += 1
+        prompt = kwargs["messages"][0]["content"]
+        title = prompt.split("Title: ", 1)[1].split("\nContent: ", 1)[0].strip()
+        body = prompt.split("\nContent: ", 1)[1].rsplit("\n\nReturn only", 1)[0].strip()
+        questions = self.by_text.get((title, body)) or self.by_body.get(body)
+        if not questions:
+            self.misses += 1
+            questions = []
+        message = SimpleNamespace(content="\n".join(questions))
+        return SimpleNamespace(choices=[SimpleNamespace(message=message)])
+
+
 # -- indexing ----------------------------------------------------------------
 
 
@@ -173,7 +223,8 @@ def plain_text(row: dict[str, str]) -> str:
 class Collection:
     """One dataset indexed in a kbstore file, with its cached vectors."""
 
-    def __init__(self, name: str, data_dir: Path, cache_dir: Path, hype: bool = False) -> None:
+    def __init__(self, name: str, data_dir: Path, cache_dir: Path, hype: bool = False,
+                 hype_questions: bool = False) -> None:
         from kbstore.embed import embedding_text, fingerprint_id
         from kbstore.embed_minilm import MiniLMEmbedder
 
@@ -187,9 +238,12 @@ class Collection:
         self.embedder = CachingEmbedder(inner, self.cache)
         # A schema change (migrations) gets a fresh file; vectors stay cached.
         schema = hashlib.sha256(b"".join(
-            p.read_bytes() for p in sorted((REPO / "migrations").glob("*.sql")))).hexdigest()[:8]
-        self.db_path = cache_dir / f"{name}-{self.key}-{schema}{'-hype' if hype else ''}.sqlite"
-        self.hype = hype
+            p.read_bytes() for p in sorted((REPO / "migrations").glob("**/*.sql")))).hexdigest()[:8]
+        suffix = "-hypeq" if hype_questions else "-hype" if hype else ""
+        self.db_path = cache_dir / f"{name}-{self.key}-{schema}{suffix}.sqlite"
+        self.hype = hype or hype_questions
+        self.replay = ReplayLLM(self.corpus, data_dir / name / HYPE_FILE) \
+            if hype_questions else None
         self.store_texts = [embedding_text(r["title"].strip() or r["_id"], [], r["text"])
                             for r in self.corpus]
         self.store: Any = None
@@ -206,10 +260,23 @@ class Collection:
         from kbstore.ingest import make_document
 
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self.store = KnowledgeStore.open(self.db_path, embedder=self.embedder, hype=self.hype)
+        self.store = KnowledgeStore.open(
+            self.db_path, embedder=self.embedder, hype=self.hype,
+            hype_model=REPLAY_MODEL if self.replay is not None else None)
         docs = (make_document(doc_path(r["_id"]), title=r["title"], body=r["text"])
                 for r in self.corpus)
-        report = self.store.upsert_many(docs)  # unchanged documents cost nothing
+        if self.replay is not None:
+            import litellm
+
+            real, litellm.completion = litellm.completion, self.replay
+        try:
+            report = self.store.upsert_many(docs)  # unchanged documents cost nothing
+        finally:
+            if self.replay is not None:
+                litellm.completion = real
+        if self.replay is not None:
+            print(f"  replayed HyPE questions: {self.replay.calls} prompts, "
+                  f"{self.replay.misses} without a match", flush=True)
         if self.embedder.embedded:
             self.cache.save()
         print(f"{self.name}: {len(self.store)} docs (added {report.added}, unchanged "
@@ -331,7 +398,7 @@ def vector_recall(col: Collection, settings: dict[str, Any], k: int = 10) -> flo
     against exact numpy cosine over the very vectors stored in the file."""
     ids = [r["_id"] for r in col.corpus]
     vecs = col.embedder.embed_documents(col.store_texts)
-    got = kbstore_ranked(col, {"w_fm": 0, "w_fts": 0, **settings}, limit=k)
+    got = kbstore_ranked(col, {**VEC_ONLY, **NO_CHUNKS, **settings}, limit=k)
     total = 0.0
     for qid, text in col.queries.items():
         sims = vecs @ col.embedder.embed_queries([text])[0]
@@ -343,8 +410,19 @@ def vector_recall(col: Collection, settings: dict[str, Any], k: int = 10) -> flo
 
 # -- what is measured --------------------------------------------------------
 
-FTS_ONLY = {"w_fm": 0, "w_vec": 0}
-VEC_ONLY = {"w_fm": 0, "w_fts": 0}
+# A list "alone": every other list weighs 0 (these collections have no
+# tags, no dates and one document type, so boosts and recency never apply).
+LISTS = ("w_fm", "w_fts", "w_vec", "w_hype", "w_hype_fts", "w_date")
+
+
+def alone(weight: str) -> dict[str, Any]:
+    return {w: (1.0 if w == weight else 0) for w in LISTS}
+
+
+FTS_ONLY = alone("w_fts")
+VEC_ONLY = alone("w_vec")            # document + chunk vectors
+HYPE_ONLY = alone("w_hype")          # question vectors
+NO_CHUNKS = {"vec_k_chunk": 0}
 # The GUIDE's plain BM25: every query word kept, one weight for all columns.
 PLAIN_BM25 = {"drop_stopwords": False, "w_title": 1.0, "w_tags": 1.0, "w_body": 1.0}
 
@@ -352,14 +430,23 @@ PLAIN_BM25 = {"drop_stopwords": False, "w_title": 1.0, "w_tags": 1.0, "w_body": 
 SEED_RRF = {"k_rrf": 60}  # the GUIDE's plain script and the seed fuse with k=60
 BASE_METHODS: dict[str, dict[str, Any]] = {
     "FTS5 alone": FTS_ONLY,
-    "vectors alone": VEC_ONLY,
+    "vectors alone (document + chunks)": VEC_ONLY,
+    "vectors alone, no chunks": {**VEC_ONLY, **NO_CHUNKS},
     "hybrid default (shipped DEFAULTS)": {},
+    "default without chunk vectors": NO_CHUNKS,
     "seed RRF k=60, fm+fts+vec equal weights": {**SEED_RRF, "w_fm": 1.0, "w_fm_title": 1.0},
     "RRF k=60 fts+vec 1:1": {**SEED_RRF, "w_fm": 0},
     "weighted RRF k=60 (dense 1.5)": {**SEED_RRF, "w_fm": 0, "w_vec": 1.5},
     "convex 0.5": {"fusion": "convex", "w_fm": 0, "w_fts": 0.5, "w_vec": 0.5},
 }
-
+HYPE_METHODS: dict[str, dict[str, Any]] = {
+    "HyPE question vectors alone (hype list)": HYPE_ONLY,
+    "HyPE question text alone (hype_fts list)": alone("w_hype_fts"),
+    "hybrid default, HyPE lists off (w_hype=0, w_hype_fts=0)": {"w_hype": 0.0, "w_hype_fts": 0.0},
+    "hybrid default, question vectors only (w_hype_fts=0)": {"w_hype_fts": 0.0},
+    "hybrid default, best question instead of top-3 mean (hype_top=1)": {"hype_top": 1},
+    "hybrid default (shipped DEFAULTS), HyPE on": {},
+}
 
 
 def timed(label: str, fn: Any, *a: Any, **kw: Any) -> Any:
@@ -387,20 +474,25 @@ def measure(col: Collection, methods: dict[str, dict[str, Any]]) -> dict[str, di
 # setting) gives the inputs, the grid is fused here exactly as search.sql
 # fuses, and only the chosen settings are re-run through the real path.
 
-Components = dict[str, dict[str, tuple[Any, ...]]]  # qid -> doc -> (fm, fts, bm25, vec, cos)
+Components = dict[str, dict[str, tuple[Any, ...]]]  # qid -> doc -> ranks and raw scores
 
 
 def components(col: Collection, settings: dict[str, Any]) -> Components:
+    """Per query and document: (fm rank, fm weight, fts rank, bm25, vec rank,
+    cosine, hype rank, question cosine, hype_fts rank) from the statement's
+    explain output."""
     s = {**settings}
-    limit = sum(int(s.get(k, d)) for k, d in (("fm_limit", 100), ("fts_limit", 100),
-                                               ("vec_limit", 100)))
+    limit = min(1000, sum(int(s.get(k, d)) for k, d in (
+        ("fm_limit", 100), ("fts_limit", 100), ("vec_limit", 100), ("vec_limit", 100))))
     out: Components = {}
     for qid, text in col.queries.items():
         hits = col.store.search(text, limit=limit, explain=True, **s)
         out[qid] = {h.path[len("domains/"):-len(".md")]: (
-            h.explain["ranks"]["frontmatter"], h.explain["ranks"]["fts"],
-            h.explain["raw"]["bm25"], h.explain["ranks"]["vector"], h.explain["raw"]["cosine"])
-            for h in hits}
+            h.explain["ranks"]["frontmatter"], h.explain["frontmatter_weight"],
+            h.explain["ranks"]["fts"], h.explain["raw"]["bm25"],
+            h.explain["ranks"]["vector"], h.explain["raw"]["cosine"],
+            h.explain["ranks"]["hype"], h.explain["raw"]["question_cosine"],
+            h.explain["ranks"]["hype_fts"]) for h in hits}
     return out
 
 
@@ -410,18 +502,23 @@ def _minmax(docs: dict[str, tuple[Any, ...]], i: int) -> dict[str, float]:
     return {d: (v - lo) / (hi - lo) if hi > lo else 1.0 for d, v in vals.items()}
 
 
-def fuse(comp: Components, fusion: str, k_rrf: float = 60.0, w_fm: float = 1.0,
-         w_fts: float = 1.0, w_vec: float = 1.0) -> dict[str, list[str]]:
-    """search.sql's fusion in Python (rrf, or convex without the fm retriever)."""
+def fuse(comp: Components, fusion: str, k_rrf: float = 20.0, w_fm: float = 1.0,
+         w_fts: float = 1.0, w_vec: float = 1.0, w_hype: float = 1.0,
+         w_hype_fts: float = 1.5) -> dict[str, list[str]]:
+    """search.sql's fusion in Python (rrf, or convex without the fm and hype_fts lists)."""
     out = {}
     for qid, docs in comp.items():
         if fusion == "rrf":
-            score = {d: (w_fm / (k_rrf + c[0]) if c[0] else 0.0)
-                     + (w_fts / (k_rrf + c[1]) if c[1] else 0.0)
-                     + (w_vec / (k_rrf + c[3]) if c[3] else 0.0) for d, c in docs.items()}
+            score = {d: (w_fm * c[1] / (k_rrf + c[0]) if c[0] else 0.0)
+                     + (w_fts / (k_rrf + c[2]) if c[2] else 0.0)
+                     + (w_vec / (k_rrf + c[4]) if c[4] else 0.0)
+                     + (w_hype / (k_rrf + c[6]) if c[6] else 0.0)
+                     + (w_hype_fts / (k_rrf + c[8]) if c[8] else 0.0)
+                     for d, c in docs.items()}
         else:
-            nf, nv = _minmax(docs, 2), _minmax(docs, 4)
-            score = {d: w_fts * nf.get(d, 0.0) + w_vec * nv.get(d, 0.0) for d in docs}
+            nf, nv, nh = _minmax(docs, 3), _minmax(docs, 5), _minmax(docs, 7)
+            score = {d: w_fts * nf.get(d, 0.0) + w_vec * nv.get(d, 0.0)
+                     + w_hype * nh.get(d, 0.0) for d in docs}
         out[qid] = sorted(score, key=lambda d: (-score[d], d))[:DEPTH]
     return out
 
@@ -436,25 +533,31 @@ RETRIEVER_GRID: dict[str, dict[str, Any]] = {
 }
 
 
-def fusion_grid() -> list[dict[str, Any]]:
+def fusion_grid(hype: bool = False) -> list[dict[str, Any]]:
     grid: list[dict[str, Any]] = []
+    hype_weights = [(h, q) for h in (0.5, 1.0, 1.5) for q in (0.5, 1.0, 1.5)] if hype \
+        else [(1.0, 1.5)]
     for k in (5, 10, 20, 40, 60, 100):
         for w_vec in (0.75, 1.0, 1.25, 1.5, 2.0):
             for w_fm in (0.0, 0.25, 0.5, 1.0):
-                grid.append({"fusion": "rrf", "k_rrf": float(k), "w_fm": w_fm,
-                             "w_fts": 1.0, "w_vec": w_vec})
+                for w_hype, w_hype_fts in hype_weights:
+                    grid.append({"fusion": "rrf", "k_rrf": float(k), "w_fm": w_fm,
+                                 "w_fts": 1.0, "w_vec": w_vec, "w_hype": w_hype,
+                                 "w_hype_fts": w_hype_fts})
     for w_vec in (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
-        grid.append({"fusion": "convex", "w_fm": 0.0, "w_fts": round(1 - w_vec, 2),
-                     "w_vec": w_vec})
+        for w_hype in ((0.2, 0.4, 0.6) if hype else (0.0,)):
+            grid.append({"fusion": "convex", "w_fm": 0.0, "w_fts": round(1 - w_vec, 2),
+                         "w_vec": w_vec, "w_hype": w_hype, "w_hype_fts": 0.0})
     return grid
 
 
-def tune(col: Collection) -> list[dict[str, Any]]:
+def tune(col: Collection, hype: bool = False,
+         retrievers: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Every (retriever setting, fusion setting) pair scored on ``col``, best first."""
     rows = []
-    for rname, rsettings in RETRIEVER_GRID.items():
+    for rname, rsettings in (retrievers or RETRIEVER_GRID).items():
         comp = timed(f"components {rname}", components, col, rsettings)
-        for fsettings in fusion_grid():
+        for fsettings in fusion_grid(hype):
             scores = evaluate(col.qrels, fuse(comp, **fsettings))
             rows.append({"retrievers": rname, "settings": {**rsettings, **fsettings}, **scores})
     return sorted(rows, key=lambda r: -r["ndcg@10"])
@@ -519,17 +622,104 @@ def title_weight(settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def hype_replay(args: argparse.Namespace, name: str,
+                hype_chosen: dict[str, Any]) -> dict[str, Any]:
+    """The same collection with the shipped HyPE questions replayed: every
+    retriever alone, the default with the HyPE lists off and on, and the
+    fusion chosen with HyPE on the tuning collection."""
+    col = Collection(name, args.data_dir, args.cache_dir, hype_questions=True)
+    print(f"== {name} with the shipped HyPE questions", flush=True)
+    col.open()
+    methods = {"FTS5 alone": FTS_ONLY, "vectors alone (document + chunks)": VEC_ONLY,
+               **HYPE_METHODS, **FLOOR_METHODS}
+    if args.quick:
+        methods = {m: v for m, v in methods.items()
+                   if m in QUICK_METHODS or m in QUICK_HYPE or m in FLOOR_METHODS}
+    if hype_chosen:
+        methods[f"HyPE fusion tuned on {args.tune_on}"] = title_weight(hype_chosen)
+    try:
+        return {"methods": measure(col, methods), "replay_calls": col.replay.calls
+                if col.replay else 0, "replay_misses": col.replay.misses if col.replay else 0}
+    finally:
+        col.store.close()
+
+
+# "hybrid default" has the embedder's floor (a new MiniLM database stores it)
+FLOOR_METHODS: dict[str, dict[str, Any]] = {
+    "hybrid default, floor off (min_similarity=None)": {"min_similarity": None},
+}
+
+
+def add_floor_rows(args: argparse.Namespace, names: list[str]) -> int:
+    """The shipped default with and without MiniLM's confidence floor, merged
+    into an existing quality.json (and its markdown)."""
+    from kbstore.embed_minilm import MiniLMEmbedder
+
+    path = args.results_dir / "quality.json"
+    results = json.loads(path.read_text())
+    results["floor"] = MiniLMEmbedder.min_similarity
+    for name in names:
+        data = results["datasets"][name]
+        col = Collection(name, args.data_dir, args.cache_dir)
+        print(f"== {name}: floor", flush=True)
+        col.open()
+        try:
+            data["methods"].update(measure(col, FLOOR_METHODS))
+        finally:
+            col.store.close()
+        if "hype_replay" in data:
+            col = Collection(name, args.data_dir, args.cache_dir, hype_questions=True)
+            col.open()
+            try:
+                data["hype_replay"]["methods"].update(measure(col, FLOOR_METHODS))
+            finally:
+                col.store.close()
+    path.write_text(json.dumps(results, indent=1))
+    from benchmarks.quality_report import write_markdown
+
+    write_markdown(results, args.results_dir / "quality.md")
+    return 0
+
+
+QUICK_METHODS = ("FTS5 alone", "vectors alone (document + chunks)",
+                 "hybrid default (shipped DEFAULTS)", "default without chunk vectors")
+QUICK_HYPE = ("HyPE question vectors alone (hype list)",
+              "HyPE question text alone (hype_fts list)",
+              "hybrid default, HyPE lists off (w_hype=0, w_hype_fts=0)",
+              "hybrid default (shipped DEFAULTS), HyPE on")
+
+
 def run_all(args: argparse.Namespace, names: list[str]) -> int:
     started = time.strftime("%Y-%m-%d %H:%M")
-    tune_col = Collection(args.tune_on, args.data_dir, args.cache_dir)
-    tune_col.open()
-    print(f"== tuning on {args.tune_on}", flush=True)
-    rows = tune(tune_col)
-    chosen = choose(rows)
-    print(f"  chosen: {chosen}", flush=True)
-    tune_col.store.close()
+    if args.quick:  # the shipped defaults only: no grid, fewer rows
+        rows: list[dict[str, Any]] = []
+        chosen = {"default": {}, "convex": {"fusion": "convex", "w_fm": 0.0, "w_fts": 0.45,
+                                            "w_vec": 0.55}}
+    else:
+        tune_col = Collection(args.tune_on, args.data_dir, args.cache_dir)
+        tune_col.open()
+        print(f"== tuning on {args.tune_on}", flush=True)
+        rows = tune(tune_col)
+        chosen = choose(rows)
+        print(f"  chosen: {chosen}", flush=True)
+        tune_col.store.close()
+    hype_chosen: dict[str, Any] = {}
+    if args.quick:
+        results_hype_top: list[dict[str, Any]] = []
+    elif args.hype_questions and (args.data_dir / args.tune_on / HYPE_FILE).exists():
+        hype_col = Collection(args.tune_on, args.data_dir, args.cache_dir, hype_questions=True)
+        hype_col.open()
+        print(f"== tuning the HyPE lists on {args.tune_on}", flush=True)
+        hype_rows = tune(hype_col, hype=True, retrievers={"default": {}})
+        hype_chosen = choose(hype_rows)["default"]
+        print(f"  chosen with HyPE: {hype_chosen}", flush=True)
+        hype_col.store.close()
+        results_hype_top = hype_rows[:10]
+    else:
+        results_hype_top = []
+    base = {**BASE_METHODS, **FLOOR_METHODS}
     methods = {
-        **BASE_METHODS,
+        **base,
         "FTS5 alone, plain bm25 (GUIDE settings)": {**FTS_ONLY, **PLAIN_BM25},
         "RRF k=60 fts+vec 1:1, plain bm25 (GUIDE settings)": {**SEED_RRF, "w_fm": 0,
                                                               **PLAIN_BM25},
@@ -538,11 +728,15 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         f"proposed default RRF (tuned on {args.tune_on})": title_weight(chosen["default"]),
         f"convex (tuned on {args.tune_on})": chosen["convex"],
     }
+    if args.quick:
+        methods = {m: v for m, v in methods.items() if m in QUICK_METHODS or m in FLOOR_METHODS}
     results: dict[str, Any] = {
-        "started": started, "commit": git_state(), "tuned_on": args.tune_on, "depth": DEPTH,
+        "started": started, "quick": bool(args.quick), "commit": git_state(),
+        "tuned_on": args.tune_on, "depth": DEPTH,
         "embedder": "minilm (all-MiniLM-L6-v2 int8, offline), 256-token truncation",
         "chosen": chosen,
-        "tuning_top": rows[:15], "guide": GUIDE, "anchors": ANCHORS, "targets": TARGETS,
+        "tuning_top": rows[:15], "hype_chosen": hype_chosen, "hype_tuning_top": results_hype_top,
+        "guide": GUIDE, "anchors": ANCHORS, "targets": TARGETS,
         "datasets": {},
     }
     for name in names:
@@ -554,14 +748,17 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         for m, sc in plain.items():
             print(f"  plain script {m:35s} nDCG@10 {sc['ndcg@10']:.3f}", flush=True)
         # auto = what search(limit=10) uses (max(256, 4 x limit)); 64/128 for comparison
-        recall = {str(k or "auto (256 at limit 10)"): vector_recall(col, {"vec_k_doc": k})
-                  for k in (None, 64, 128, 4096)}
+        recall = {} if args.quick else {
+            str(k or "auto (256 at limit 10)"): vector_recall(col, {"vec_k_doc": k})
+            for k in (None, 64, 128, 4096)}
         print(f"  vector recall@10 vs exact: {recall}", flush=True)
         results["datasets"][name] = {
             "documents": len(col.corpus), "queries": len(col.queries),
             "methods": measured, "plain_script": plain, "vector_recall@10_vs_exact": recall,
         }
         col.store.close()
+        if args.hype_questions and (args.data_dir / name / HYPE_FILE).exists():
+            results["datasets"][name]["hype_replay"] = hype_replay(args, name, hype_chosen)
     args.results_dir.mkdir(parents=True, exist_ok=True)
     (args.results_dir / "quality.json").write_text(json.dumps(results, indent=1))
     from benchmarks.quality_report import plot, write_markdown
@@ -587,6 +784,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="skip the plain-script reference (and its extra embeddings)")
     p.add_argument("--tune-on", default="cranfield",
                    help="the ONE collection fusion settings are chosen on")
+    p.add_argument("--quick", action="store_true",
+                   help="the shipped defaults only: no tuning grid, fewer rows, no KNN recall")
+    p.add_argument("--floor-rows", action="store_true",
+                   help="only add the default with and without the embedder's floor to an "
+                        "existing quality.json")
+    p.add_argument("--hype-questions", action="store_true",
+                   help="also measure HyPE on the collections that ship hype_questions.jsonl.gz, "
+                        "replaying those questions in place of litellm.completion")
     p.add_argument("--hype", action="store_true",
                    help="generate HyPE questions with the configured LLM (see kbstore.hype)")
     return p.parse_args(argv)
@@ -600,6 +805,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"== {name}", flush=True)
             Collection(name, args.data_dir, args.cache_dir).embed_all(plain=not args.no_plain)
         return 0
+    if args.floor_rows:
+        return add_floor_rows(args, names)
     return run_all(args, names)
 
 

@@ -64,7 +64,7 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
     lines = [
         "# Retrieval quality (benchmarks/quality.py)", "",
         f"Run {results['started']} at commit {results['commit']}; embedder "
-        f"{results['embedder']}; HyPE off (no LLM); every "
+        f"{results['embedder']}; HyPE off unless a table says HyPE on; every "
         f"kbstore row is `KnowledgeStore.search(query, limit={results['depth']}, **settings)`, "
         "i.e. the one SQL statement in kbstore/sql/search.sql. Metrics: pytrec_eval "
         "(nDCG@10 = ndcg_cut_10, R@100 = recall_100, MRR@10 = recip_rank on the top 10). "
@@ -91,6 +91,15 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
             lines += ["", "Published anchors (nDCG@10): " + ", ".join(
                 f"{k} {v:.3f}" for k, v in anchors.items())]
         rec = data["vector_recall@10_vs_exact"]
+        replay = data.get("hype_replay")
+        if replay:
+            lines += ["", f"HyPE with the shipped questions replayed ({replay['replay_calls']} "
+                      f"prompts, {replay['replay_misses']} without a match):", "",
+                      "| method, HyPE on (kbstore path) | nDCG@10 | R@100 | MRR@10 | settings |",
+                      "|---|---|---|---|---|"]
+            for m, sc in replay["methods"].items():
+                lines.append(f"| {m} | {sc['ndcg@10']:.3f} | {sc['recall@100']:.3f} | "
+                             f"{sc['mrr@10']:.3f} | {_fmt(sc['settings'])} |")
         lines += ["", "Vector retriever recall@10 against exact numpy cosine over the same "
                   "vectors: " + ", ".join(f"vec_k_doc={k}: {v:.4f}" for k, v in rec.items()),
                   "", f"Target for the selectable fusion: nDCG@10 >= {target}", ""]
@@ -106,6 +115,13 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
     for r in results["tuning_top"]:
         lines.append(f"| {r['ndcg@10']:.4f} | {r['recall@100']:.3f} | {r['retrievers']} | "
                      f"{_fmt(r['settings'])} |")
+    if results.get("hype_tuning_top"):
+        lines += ["", f"## HyPE lists tuned on {tuned} (shipped questions replayed; top 10)", "",
+                  f"Chosen: `{_fmt(results['hype_chosen'])}`", "",
+                  "| nDCG@10 | R@100 | settings |", "|---|---|---|"]
+        for r in results["hype_tuning_top"]:
+            lines.append(f"| {r['ndcg@10']:.4f} | {r['recall@100']:.3f} | "
+                         f"{_fmt(r['settings'])} |")
     if NOTES:
         lines += ["", NOTES.strip()]
     path.write_text("\n".join(lines) + "\n")

@@ -53,7 +53,7 @@ def fix(store: KnowledgeStore, *, embedder: Embedder | None = None) -> DoctorRep
         bad = {c.name for c in diagnose(store).problems}
     repaired = bad - {"fingerprint"}
     if repaired:
-        actions += store.backend.repair(repaired, dict(_query.DEFAULTS))
+        actions += store.backend.repair(repaired, _query.new_database_defaults(store.embedder))
     if bad & (_REEMBED | {"stale_questions"}):
         done = store.refresh()
         actions.append(f"re-embedded {done} document(s)")

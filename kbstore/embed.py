@@ -25,7 +25,16 @@ if TYPE_CHECKING:  # numpy is imported lazily: searching needs no numpy at all
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What kbstore needs from an embedding model."""
+    """What kbstore needs from an embedding model.
+
+    Two optional attributes (read with getattr, so embedders written before
+    them keep working): ``max_tokens``, the model's input window -- longer
+    documents also get chunk vectors (kbstore.chunks), so a fact past the
+    window is still embedded; absent: no chunks. ``min_similarity``, the
+    confidence floor a new database stores for this model (search's default
+    ``min_similarity``); absent or None: no floor. The shipped embedders
+    declare both.
+    """
 
     name: str
     dim: int
@@ -46,12 +55,17 @@ class FakeEmbedder:
     Each lower-cased word adds +-1 to a hashed coordinate, so texts sharing
     words are close and texts sharing none are near-orthogonal. Crude
     suffix stripping lets 'running' meet 'run'. ``calls`` counts texts embedded.
+    Its window is small (``max_tokens``, 128 by default) so tests exercise
+    chunking; like a real model it reads only the first ``max_tokens`` words.
     """
 
     name = "fake"
 
-    def __init__(self, dim: int = 64) -> None:
+    def __init__(self, dim: int = 64, max_tokens: int = 128,
+                 min_similarity: float | None = None) -> None:
         self.dim = dim
+        self.max_tokens = max_tokens
+        self.min_similarity = min_similarity  # no floor unless a test asks for one
         self.calls = 0
 
     def fingerprint(self) -> dict[str, Any]:
@@ -69,7 +83,7 @@ class FakeEmbedder:
         import numpy as np
 
         vec = np.zeros(self.dim, dtype=np.float32)
-        for word in _WORD.findall(text.lower()):
+        for word in _WORD.findall(text.lower())[:self.max_tokens]:
             digest = hashlib.blake2b(self._stem(word).encode(), digest_size=8).digest()
             index = int.from_bytes(digest[:4], "little") % self.dim
             vec[index] += 1.0 if digest[4] & 1 else -1.0

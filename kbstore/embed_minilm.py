@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 MAX_TOKENS = 256
+MIN_SIMILARITY = 0.25
 # Rows x padded length per model call. Bounds onnxruntime's arena (attention
 # holds rows x heads x length^2 floats); measured in benchmarks/first_query.py.
 TOKEN_BUDGET = 1024
@@ -147,6 +148,10 @@ def session_options(ort: Any, threads: int | None = None, *, folded: bool = Fals
 class MiniLMEmbedder:
     name = "minilm"
     dim = 384
+    max_tokens = MAX_TOKENS
+    # Confidence floor (default min_similarity of a new database): measured on
+    # out-of-KB questions, see benchmarks/results/agent_memory_picobot_kb.md.
+    min_similarity = MIN_SIMILARITY
 
     def __init__(self, *, token_budget: int = TOKEN_BUDGET, threads: int | None = None,
                  query_cache: bool | None = None) -> None:

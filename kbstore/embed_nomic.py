@@ -24,10 +24,18 @@ MODEL = "nomic-embed-text-v1.5"
 GGUF = "nomic-embed-text-v1.5.f16.gguf"
 MATRYOSHKA_DIMS = (768, 512, 256, 128, 64)
 INFERENCE_MODES = ("local", "remote", "dynamic")
+MAX_TOKENS = 8192  # nomic-embed-text-v1.5's context window
+# Confidence floor (default min_similarity of a new database). NOT measured
+# here (the model cannot be downloaded on this machine): nomic's cosine
+# similarities run higher than MiniLM's (unrelated texts ~0.3-0.4), so its
+# floor sits above MiniLM's. Re-measure with benchmarks.agent_memory.
+MIN_SIMILARITY = 0.4
 
 
 class NomicEmbedder:
     name = "nomic"
+    max_tokens = MAX_TOKENS
+    min_similarity = MIN_SIMILARITY
 
     def __init__(self, dim: int = 768, inference_mode: str = "local",
                  model_dir: str | None = None) -> None:

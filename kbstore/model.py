@@ -15,7 +15,8 @@ from typing import Any
 DOC_VECTOR = "doc_vector"
 HYPE_QUESTIONS = "hype_questions"
 HYPE_VECTORS = "hype_vectors"
-DERIVED_KINDS = (DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS)
+CHUNK_VECTORS = "chunk_vectors"   # long documents: one vector per overlapping chunk
+DERIVED_KINDS = (DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS, CHUNK_VECTORS)
 OK, PENDING = "ok", "pending"
 DOC_TYPES = ("entry", "skill", "journal")
 
@@ -113,6 +114,16 @@ class Questions:
 
 
 @dataclass
+class Chunks:
+    """A long document's chunk vectors: character spans of its body (see
+    kbstore.chunks) made from content ``content_hash``, one vector each."""
+
+    content_hash: str
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    vectors: list[Any] = field(default_factory=list)
+
+
+@dataclass
 class Change:
     """One document's planned write, applied under the write lock only if the
     store still holds ``expected`` (``None``: the path is absent).
@@ -122,7 +133,8 @@ class Change:
     if that content changed meanwhile, the change is dropped (the writer of
     the new content owns its derived data). ``questions``: replace the HyPE
     questions (an empty, pending one records a failure); ``drop_questions``:
-    remove stale ones.
+    remove stale ones. ``chunks``: replace the chunk vectors;
+    ``drop_chunks``: remove them (the document now fits one window).
     """
 
     path: str
@@ -134,6 +146,8 @@ class Change:
     vector_model: str = ""          # embedder fingerprint id
     questions: Questions | None = None
     drop_questions: bool = False
+    chunks: Chunks | None = None
+    drop_chunks: bool = False
 
     @property
     def derive_only(self) -> bool:
@@ -222,6 +236,11 @@ class SearchRequest:
     now: str                        # ISO timestamp recency is measured at
     settings: Mapping[str, Any]     # validated fusion settings (kbstore.query.DEFAULTS keys)
     explain: bool = False
+    # tag candidate -> share of the query's content words it covers (its weight)
+    tag_weights: Mapping[str, float] = field(default_factory=dict)
+    # days the query names ("in March", "last week"): [start, end) ISO dates
+    date_ranges: tuple[tuple[str, str], ...] = ()
+    latest: bool = False            # a question about the newest entry on something
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import EmptyQueryError, InvalidQueryError
 from .model import SearchRequest
+from .query_dates import date_ranges, relative_words, wants_latest
 
 # Words as unicode61 sees them: letters and digits; '_' and punctuation split.
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
@@ -45,27 +46,54 @@ where which while who whom why will with would you your yours yourself yourselve
 # tag match, curated metadata, keeps the frontmatter weight w_fm (1.0).
 DEFAULTS: dict[str, Any] = {
     "fusion": "rrf", "k_rrf": 20.0, "w_fm": 1.0, "w_fm_title": 0.25, "w_fts": 1.0,
-    "w_vec": 1.0,
+    "w_vec": 1.0, "w_hype": 1.0, "w_hype_fts": 1.5, "w_date": 1.5,
+    # HyPE: a document's question-vector score is the mean of its hype_top best
+    # questions (chosen on Cranfield, see benchmarks/results/quality.md).
+    "hype_top": 3,
     "w_title": 2.0, "w_tags": 1.5, "w_body": 1.0,
-    "boost_skill": 1.2, "boost_journal": 0.8, "boost_entry": 1.0, "half_life_days": 30.0,
-    "fm_limit": 100, "fts_limit": 100, "vec_limit": 100,
+    # Type factors: measured on the dev split of benchmarks/agent_memory/
+    # picobot_kb (nDCG@10 0.823 at 1.0/1.0, 0.821 at 1.02/0.98, 0.796 at the
+    # seed's 1.2/0.8, which let a skill ranked 2nd in both lists beat the
+    # entry ranked 1st in both): off by default, still settable.
+    "boost_skill": 1.0, "boost_journal": 1.0, "boost_entry": 1.0,
+    # Recency (journal entries): a bounded factor 1 - recency_weight * (1 -
+    # 2^(-age / half_life_days)); half_life_days None or 0: off.
+    "half_life_days": 30.0, "recency_weight": 0.05,
+    # "Latest" questions: of the latest_top best hits, those within
+    # latest_ratio of the best score come newest first (chosen on the dev
+    # split of benchmarks/agent_memory/sessions: the top 5 only keeps the
+    # evidence's recall@5 when every session scores alike). latest None:
+    # detected from the query; True/False: forced.
+    "latest": None, "latest_ratio": 0.6, "latest_top": 5,
+    "fm_limit": 100, "fts_limit": 100, "vec_limit": 100, "date_limit": 100,
     # KNN candidates per vector kind before exact rescoring; None = auto,
     # max(VEC_K_AUTO[kind], 4 x limit). Documents: sign bits of real MiniLM
     # vectors need 256 (recall@10 against exact search on SciFact: 0.92 at
     # 64, 0.97 at 128, 0.99 at 256). Questions: 128 (~6 per document, so the
     # HyPE partition is 6x larger while a document needs only one of its
-    # questions among the candidates).
-    "vec_k_doc": None, "vec_k_hype": None,
+    # questions among the candidates). Chunks: like documents.
+    "vec_k_doc": None, "vec_k_hype": None, "vec_k_chunk": None,
     "min_similarity": None, "drop_stopwords": True,
 }
+# Values the first release stored in every database's 'fusion' defaults for
+# settings whose meaning or default has changed since (recency became a
+# bounded factor; type boosts were re-measured; the confidence floor is on
+# by default). A stored value equal to one of these was never chosen by
+# anyone, so today's default applies to that database too.
+LEGACY_DEFAULTS: dict[str, Any] = {"boost_skill": 1.2, "boost_journal": 0.8,
+                                   "half_life_days": 30.0, "min_similarity": None}
 FUSIONS = ("rrf", "convex")
 VEC_K_MAX = 4096  # sqlite-vec's cap on k
-VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128}
+VEC_K_AUTO = {"vec_k_doc": 256, "vec_k_hype": 128, "vec_k_chunk": 256}
+VEC_K_KEYS = tuple(VEC_K_AUTO)
 # Settings for which None is a value (off / automatic), not "use the default".
-NULLABLE = frozenset({"half_life_days", "min_similarity", "vec_k_doc", "vec_k_hype"})
+NULLABLE = frozenset({"half_life_days", "min_similarity", "latest", *VEC_K_KEYS})
 _POSITIVE = ("k_rrf", "boost_skill", "boost_journal", "boost_entry")
-_WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_title", "w_tags", "w_body")
-_COUNTS = ("fm_limit", "fts_limit", "vec_limit")
+_WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_hype", "w_hype_fts", "w_date",
+            "w_title", "w_tags", "w_body")
+_SHARES = ("recency_weight", "latest_ratio")  # numbers in 0..1
+_COUNTS = ("fm_limit", "fts_limit", "vec_limit", "date_limit", "latest_top")
+_SMALL_COUNTS = {"hype_top": 31}  # at most the questions a document can have
 
 
 def query_terms(query: str) -> list[str]:
@@ -85,13 +113,33 @@ def title_terms(terms: list[str]) -> list[str]:
 def tag_candidates(query: str, terms: list[str]) -> list[str]:
     """Strings that count as an exact tag match: each term, adjacent pairs
     joined by '-' and ' ' (multi-word tags), and the whole query."""
-    out = list(dict.fromkeys(terms))
+    return list(tag_weights(query, terms))
+
+
+def tag_weights(query: str, terms: list[str]) -> dict[str, float]:
+    """Each tag candidate with the share of the query's content words it
+    covers: a tag equal to the whole query weighs 1, a tag matching one of
+    eight content words 1/8 -- so a tag that happens to be a common word of
+    a long question ("running") cannot outvote the text and vectors.
+    Stopwords alone are no tag match."""
+    content = [t for t in dict.fromkeys(terms) if t not in STOPWORDS and len(t) > 1]
+    n = max(1, len(content))
+    out: dict[str, float] = {}
+
+    def put(candidate: str, words: list[str]) -> None:
+        share = min(1.0, sum(1 for w in set(words) if w in content) / n)
+        if share > 0:
+            out[candidate] = max(out.get(candidate, 0.0), share)
+
+    for t in dict.fromkeys(terms):
+        put(t, [t])
     for a, b in zip(terms, terms[1:], strict=False):
-        out += [f"{a}-{b}", f"{a} {b}"]
+        put(f"{a}-{b}", [a, b])
+        put(f"{a} {b}", [a, b])
     whole = " ".join(query.lower().split())
     if whole:
-        out.append(whole)
-    return list(dict.fromkeys(out))
+        out[whole] = 1.0
+    return out
 
 
 def _number(name: str, value: Any) -> float:
@@ -123,8 +171,16 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         out[name] = _number(name, out[name])
         if out[name] < 0:
             raise InvalidQueryError(f"{name} must be >= 0, got {out[name]}")
+    for name in _SHARES:
+        out[name] = _number(name, out[name])
+        if not 0.0 <= out[name] <= 1.0:
+            raise InvalidQueryError(f"{name} must be in 0..1, got {out[name]}")
     for name in _COUNTS:
         out[name] = _count(name, out[name], 1, MAX_LIMIT)
+    for name, high in _SMALL_COUNTS.items():
+        out[name] = _count(name, out[name], 1, high)
+    if out["latest"] is not None and not isinstance(out["latest"], bool):
+        raise InvalidQueryError("latest must be True, False or None (detect from the query)")
     half_life = out["half_life_days"]
     if half_life is not None:
         half_life = _number("half_life_days", half_life)
@@ -135,11 +191,37 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         out["min_similarity"] = _number("min_similarity", out["min_similarity"])
         if not -1.0 <= out["min_similarity"] <= 1.0:
             raise InvalidQueryError("min_similarity is a cosine similarity in -1..1")
-    for name in ("vec_k_doc", "vec_k_hype"):
+    for name in VEC_K_KEYS:  # 0: that kind of vector is not searched
         if out[name] is not None:
-            out[name] = _count(name, out[name], 1, VEC_K_MAX)
+            out[name] = _count(name, out[name], 0, VEC_K_MAX)
     if not isinstance(out["drop_stopwords"], bool):
         raise InvalidQueryError("drop_stopwords must be True or False")
+    return out
+
+
+def embedder_defaults(embedder: Any) -> dict[str, Any]:
+    """Defaults that depend on the embedder: its confidence floor (cosine
+    similarities of unrelated texts differ by model; see each embedder's
+    ``min_similarity``)."""
+    return {"min_similarity": getattr(embedder, "min_similarity", None)}
+
+
+def new_database_defaults(embedder: Any) -> dict[str, Any]:
+    """What a new database stores as its fusion defaults (meta 'fusion')."""
+    return {**DEFAULTS, **embedder_defaults(embedder)}
+
+
+def stored_defaults(stored: Mapping[str, Any] | None, embedder: Any) -> dict[str, Any]:
+    """A database's defaults: the embedder's, then what the file stores
+    (except untouched values of settings that changed since, see
+    LEGACY_DEFAULTS). Unknown keys are ignored."""
+    out = embedder_defaults(embedder) if embedder is not None else {}
+    for key, value in (stored or {}).items():
+        if key not in DEFAULTS:
+            continue
+        if key in LEGACY_DEFAULTS and value == LEGACY_DEFAULTS[key]:
+            continue
+        out[key] = value
     return out
 
 
@@ -187,18 +269,27 @@ def analyse(query: Any, vector: bytes | None, *, topic: Any = None, limit: Any =
         raise InvalidQueryError(f"topic must be a topic name or None, got {topic!r}")
     text = query.replace("\x00", " ")
     terms = query_terms(text)
+    moment = parse_now(now)
+    today = dt.datetime.fromisoformat(moment).date()
+    # Words that only say when ("yesterday", "last week") match documents by
+    # date (the date list), not by text; explicit months and years stay.
+    when = relative_words(text, today)
+    text_terms = [t for t in terms if t not in when] or terms
+    weights = tag_weights(text, text_terms)
+    latest = settings["latest"] if settings["latest"] is not None else wants_latest(text)
     return SearchRequest(
         text=text, terms=tuple(terms),
-        fts_terms=tuple(fts_terms(terms, settings["drop_stopwords"])),
-        title_terms=tuple(title_terms(terms)), tag_terms=tuple(tag_candidates(text, terms)),
-        vector=vector, topic=topic, limit=limit, now=parse_now(now), settings=settings,
-        explain=explain)
+        fts_terms=tuple(fts_terms(text_terms, settings["drop_stopwords"])),
+        title_terms=tuple(title_terms(text_terms)), tag_terms=tuple(weights),
+        vector=vector, topic=topic, limit=limit, now=moment, settings=settings,
+        explain=explain, tag_weights=weights,
+        date_ranges=tuple(date_ranges(text, today)), latest=bool(latest))
 
 
 def vec_k(settings: Mapping[str, Any], key: str, limit: int) -> int:
-    """KNN candidates for one vector kind (auto: max(default, 4 x limit))."""
+    """KNN candidates for one vector kind (auto: max(default, 4 x limit); 0: none)."""
     wanted = settings[key] if settings[key] is not None else max(VEC_K_AUTO[key], 4 * limit)
-    return max(1, min(int(wanted), VEC_K_MAX))
+    return max(0, min(int(wanted), VEC_K_MAX))
 
 
 def make_snippet(body: str, terms: tuple[str, ...] | list[str], width: int = 200) -> str:

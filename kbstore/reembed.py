@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .chunks import chunk_spans, chunk_text, chunks_hash
 from .embed import Embedder, embedding_text, fingerprint_id
+from .model import Chunks
 from .vectors import unit, usable
 
 if TYPE_CHECKING:
@@ -64,23 +66,37 @@ def _stage_round(backend: Backend, embedder: Embedder, fp: str,
         for doc, stored in batch:
             questions = backend.questions(doc.path)
             have = staged.get(stored.key, {})
-            if have.get(0) == doc.vector_hash() and set(have) - {0} == set(
+            # Chunk slots (above the question slots) are staged with slot 0 in
+            # one transaction: a staged slot 0 means staged chunks.
+            if have.get(0) == doc.vector_hash() and {
+                    s for s in have if 0 < s <= backend.max_questions} == set(
                     range(1, len(questions) + 1)):
                 continue
             todo.append((doc, stored, questions))
         if todo:
-            vectors = embedder.embed_documents(
-                [embedding_text(d.title, d.tags, d.body) for d, _, _ in todo])
+            # The new embedder's window decides the chunks (none for a long-window model).
+            window = getattr(embedder, "max_tokens", None)
+            spans = [chunk_spans(d.body, window) for d, _, _ in todo]
+            ctexts = [chunk_text(d.title, d.body, span)
+                      for (d, _, _), mine in zip(todo, spans, strict=True) for span in mine]
+            vectors = list(embedder.embed_documents(
+                [embedding_text(d.title, d.tags, d.body) for d, _, _ in todo] + ctexts))
+            vectors, cvectors = vectors[:len(todo)], vectors[len(todo):]
             flat = [q for _, _, qs in todo for q in qs]
             qvectors: list[Any] = list(embedder.embed_queries(flat)) if flat else []
             items = []
-            for (doc, stored, questions), vector in zip(todo, vectors, strict=True):
+            for (doc, stored, questions), vector, cspans in zip(todo, vectors, spans,
+                                                                strict=True):
                 mine, qvectors = qvectors[:len(questions)], qvectors[len(questions):]
+                cmine, cvectors = cvectors[:len(cspans)], cvectors[len(cspans):]
                 if not usable(vector, embedder.dim) or not all(
-                        usable(v, embedder.dim) for v in mine):
+                        usable(v, embedder.dim) for v in [*mine, *cmine]):
                     raise ValueError(f"the {embedder.name} embedder returned an unusable vector "
                                      f"for {doc.path}; nothing was changed")
-                items.append((stored, doc.vector_hash(), unit(vector), [unit(v) for v in mine]))
+                chunks = Chunks(chunks_hash(doc.title, doc.body, window), cspans,
+                                [unit(v) for v in cmine]) if cspans else None
+                items.append((stored, doc.vector_hash(), unit(vector), [unit(v) for v in mine],
+                              chunks))
             done += backend.rebuild_stage(items, fp)
         if progress:
             progress(len(batch))

@@ -55,7 +55,7 @@ class KnowledgeStore:
             log.warning("%s: stored fusion defaults are malformed (ignored; `kbstore doctor "
                         "--fix` rewrites them)", backend.location)
             stored = None
-        self.search_defaults = {k: v for k, v in (stored or {}).items() if k in _query.DEFAULTS}
+        self.search_defaults = _query.stored_defaults(stored, embedder)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -103,7 +103,7 @@ class KnowledgeStore:
             if stored is not None and not same_model(stored, chosen.fingerprint()):
                 raise EmbedderMismatchError(_mismatch(backend.location, stored, chosen))
             return chosen, False
-        now = backend.initialize(chosen.fingerprint(), dict(_query.DEFAULTS),
+        now = backend.initialize(chosen.fingerprint(), _query.new_database_defaults(chosen),
                                  replace_if_empty=True)
         if not now:  # documents but no fingerprint: only doctor --fix may stamp one
             return chosen, False
@@ -264,8 +264,14 @@ class KnowledgeStore:
 
         new = get_embedder(embedder, **{"model_dir": self.settings.nomic_model_dir,
                                         **options}) if isinstance(embedder, str) else embedder
+        old_floor = _query.embedder_defaults(self.embedder)["min_similarity"]
         done = reembed(self.backend, new, batch_size=batch_size or self.settings.batch_size,
                        progress=progress)
+        stored = self.backend.get_meta("fusion")
+        if isinstance(stored, dict) and stored.get("min_similarity") == old_floor:
+            # the old model's floor means nothing for the new one's similarities
+            self.backend.set_meta("fusion", {
+                **stored, "min_similarity": _query.embedder_defaults(new)["min_similarity"]})
         self._set_embedder(new, follow=False)
         self.backend.checkpoint()
         return done
@@ -355,6 +361,9 @@ class KnowledgeStore:
         self.embedder = embedder
         self._fp = fingerprint_id(embedder.fingerprint())
         self._follow = follow
+        stored = self.backend.get_meta("fusion")
+        self.search_defaults = _query.stored_defaults(
+            stored if isinstance(stored, dict) else None, embedder)
 
 
 def _mismatch(location: str, stored: dict[str, Any], embedder: Any) -> str:

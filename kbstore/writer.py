@@ -23,9 +23,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .chunks import chunk_spans, chunk_text, chunks_hash
 from .embed import Embedder, embedding_text, fingerprint_id
 from .hype import HypeConfig, generate_many
 from .model import (
+    CHUNK_VECTORS,
     DOC_VECTOR,
     HYPE_QUESTIONS,
     HYPE_VECTORS,
@@ -33,6 +35,7 @@ from .model import (
     PENDING,
     Applied,
     Change,
+    Chunks,
     Document,
     ImportReport,
     Questions,
@@ -99,6 +102,7 @@ class _Work:
     ask_llm: bool = False
     keep_good_questions: bool = False  # an LLM failure must not drop current ones
     embed_questions: bool = False     # change.questions.texts need vectors
+    embed_chunks: bool = False        # change.chunks.spans need vectors
     reused_vector: bool = False
     reused_questions: bool = False
 
@@ -133,6 +137,8 @@ class Writer:
         self.hype = hype
         self.batch_size = batch_size
         self.fp = fingerprint_id(embedder.fingerprint())
+        # The embedder's window decides which documents get chunk vectors.
+        self.window: int | None = getattr(embedder, "max_tokens", None)
 
     # -- entry points ----------------------------------------------------------------
 
@@ -216,6 +222,8 @@ class Writer:
               content: Document, *, ask_llm: bool, force_llm: bool,
               provided: Provided | None) -> _Work | None:
         changed = doc is not None and (stored is None or stored.content_hash != doc.content_hash())
+        # vector_model: the model of every vector this change writes (document,
+        # question and chunk vectors alike).
         work = _Work(Change(path, stored, document=doc if changed else None,
                             vector_model=self.fp), content, retry=doc is not None)
         change = work.change
@@ -254,19 +262,42 @@ class Writer:
         elif hq is not None and hq.content_hash != hhash:
             change.drop_questions = True  # describe older content
 
+        self._plan_chunks(work, made.get(CHUNK_VECTORS))
+
         if (change.document is None and change.doc_vector is None and not work.embed_doc
-                and change.questions is None and not work.ask_llm and not change.drop_questions):
+                and change.questions is None and not work.ask_llm and not change.drop_questions
+                and change.chunks is None and not change.drop_chunks):
             return None
         return work
+
+    def _plan_chunks(self, work: _Work, made: Any) -> None:
+        """Chunk vectors for a document longer than the embedder's window
+        (re-made when the title, body, window or model changed); dropped
+        when it now fits one window."""
+        content = work.content
+        spans = chunk_spans(content.body, self.window)
+        if not spans:
+            work.change.drop_chunks = made is not None
+            return
+        chash = chunks_hash(content.title, content.body, self.window)
+        if made is None or made.content_hash != chash or made.model != self.fp:
+            work.change.chunks = Chunks(chash, spans)
+            work.embed_chunks = True
 
     # -- producing (no lock held) -----------------------------------------------------------
 
     def _produce(self, works: list[_Work], hype: HypeConfig, out: Outcome) -> None:
         to_embed = [w for w in works if w.embed_doc]
-        if to_embed:
-            vectors = self.embedder.embed_documents(
+        chunked = [w for w in works if w.embed_chunks and w.change.chunks is not None]
+        chunk_texts = [chunk_text(w.content.title, w.content.body, span)
+                       for w in chunked for span in w.change.chunks.spans]  # type: ignore[union-attr]
+        if to_embed or chunk_texts:
+            # One embedding call for document and chunk texts (both are documents).
+            vectors = list(self.embedder.embed_documents(
                 [embedding_text(w.content.title, w.content.tags, w.content.body)
-                 for w in to_embed])
+                 for w in to_embed] + chunk_texts))
+            vectors, chunk_vectors = vectors[:len(to_embed)], vectors[len(to_embed):]
+            self._take_chunk_vectors(chunked, chunk_vectors, out)
             for work, vector in zip(to_embed, vectors, strict=True):
                 if usable(vector, self.embedder.dim):
                     work.change.doc_vector = unit(vector)
@@ -311,6 +342,20 @@ class Writer:
                     out.report.skipped.append(Skipped(work.change.path, "the embedder returned "
                                                       "unusable question vectors; HyPE left "
                                                       "for a later run"))
+
+    def _take_chunk_vectors(self, chunked: list[_Work], vectors: list[Any],
+                            out: Outcome) -> None:
+        for work in chunked:
+            chunks = work.change.chunks
+            assert chunks is not None
+            mine, vectors = vectors[:len(chunks.spans)], vectors[len(chunks.spans):]
+            if all(usable(v, self.embedder.dim) for v in mine):
+                chunks.vectors = [unit(v) for v in mine]
+            else:  # no chunk vectors until the next write tries again
+                work.change.chunks, work.change.drop_chunks = None, True
+                out.report.skipped.append(Skipped(work.change.path, "the embedder returned "
+                                                  "unusable chunk vectors; the long "
+                                                  "document's tail is left for a later run"))
 
     # -- applying -------------------------------------------------------------------
 

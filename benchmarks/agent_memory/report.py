@@ -103,8 +103,11 @@ def markdown(results: dict[str, Any]) -> str:
                                for n in names])
     if results.get("floors"):
         out += ["", "## Similarity floor: absent queries vs answerable recall", "",
-                "`min_similarity` for kbstore (frontmatter matches pass the floor regardless); "
-                "dense: cosine of the hit.", ""]
+                "`min_similarity` for kbstore: when no hit's best vector reaches it the query "
+                "is out of the knowledge base (no hits), else hits below it are kept only if "
+                "they match query words; `default` is the database's own floor (the "
+                "embedder's: MiniLM 0.25, what the shipped defaults use); dense: cosine of the "
+                "hit, `default` = none.", ""]
         rows = []
         for n, by_floor in results["floors"].items():
             base = by_floor["none"]["answerable_recall@5"]

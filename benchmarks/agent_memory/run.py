@@ -129,8 +129,10 @@ def floor_report(ds: Dataset, runner: Runner, queries: Sequence[dict[str, Any]],
     out: dict[str, Any] = {}
     for system in systems:
         rows = {}
-        for floor in (None, *floors):
-            extra = {} if floor is None else {"min_similarity": floor}
+        # "default": the database's own floor (the embedder's, for kbstore);
+        # "none": the floor off
+        for floor in ("default", None, *floors):
+            extra = {} if floor == "default" else {"min_similarity": floor}
             ranked = runner.rank_all(system, absent + answerable, **extra)
             per_q = {q["id"]: mt.score_query(ranked[q["id"]], ds.qrels[q["id"]])
                      for q in answerable}

@@ -17,7 +17,11 @@ DEPTH = 100  # every system returns at most this many paths per query
 # A retriever "alone" is measured pure: the other retrievers weigh 0, decay is
 # off and every document type weighs 1, so the kept hits come in exactly the
 # retriever's own rank order (checked per query with explain=True).
-PURE = {"half_life_days": 1e9, "boost_skill": 1.0, "boost_journal": 1.0, "boost_entry": 1.0}
+# The HyPE and date lists weigh 0, "latest" ordering and the confidence floor
+# are off: what is left is the one retriever.
+PURE = {"half_life_days": None, "boost_skill": 1.0, "boost_journal": 1.0, "boost_entry": 1.0,
+        "w_hype": 0.0, "w_hype_fts": 0.0, "w_date": 0.0, "latest": False,
+        "min_similarity": None}
 
 
 @dataclass
@@ -30,8 +34,8 @@ class KbstoreSpec:
 
 KBSTORE_SYSTEMS = {
     "kbstore": KbstoreSpec("kbstore", {}, about="shipped defaults"),
-    "kbstore_nodecay": KbstoreSpec("kbstore_nodecay", {"half_life_days": 1e9},
-                                   about="defaults, journal decay off (half_life_days=1e9)"),
+    "kbstore_nodecay": KbstoreSpec("kbstore_nodecay", {"half_life_days": None},
+                                   about="defaults, journal decay off (half_life_days=None)"),
     "kbstore_fts": KbstoreSpec("kbstore_fts", {"w_fm": 0.0, "w_vec": 0.0, **PURE}, "fts",
                                "kbstore's FTS5 retriever alone"),
     "kbstore_vec": KbstoreSpec("kbstore_vec", {"w_fm": 0.0, "w_fts": 0.0, **PURE}, "vector",

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ..model import Applied, Change, Check, Document, Hit, SearchRequest, Stored
+from ..model import Applied, Change, Check, Chunks, Document, Hit, SearchRequest, Stored
 
 
 class Backend(Protocol):
@@ -68,8 +68,10 @@ class Backend(Protocol):
     def shell_script(self, request: SearchRequest, vector: list[float] | None) -> str: ...
 
     # -- rebuilding every vector with another model (reembed) ----------------------------
+    # Slots: 0 the document vector, 1..max_questions its questions, above
+    # that its chunks (staged together with slot 0).
     def rebuild_begin(self, fingerprint_id: str) -> dict[int, dict[int, str]]: ...
-    def rebuild_stage(self, items: Sequence[tuple[Stored, str, Any, list[Any]]],
+    def rebuild_stage(self, items: Sequence[tuple[Stored, str, Any, list[Any], Chunks | None]],
                       fingerprint_id: str) -> int: ...
     def rebuild_finish(self, fingerprint: dict[str, Any], fingerprint_id: str) -> list[int]: ...
     def rebuild_abort(self) -> None: ...

@@ -8,7 +8,11 @@ import math
 from typing import Any
 
 RETRIEVERS = ("fm", "fts", "vec")
-EXPLAIN_NAMES = {"fm": "frontmatter", "fts": "fts", "vec": "vector"}
+EXPLAIN_NAMES = {"fm": "frontmatter", "fts": "fts", "vec": "vector", "hype": "hype",
+                 "hype_fts": "hype_fts", "date": "date"}
+# Every ranked list of the statement and the setting that weighs it.
+LIST_WEIGHTS = {"fm": "w_fm", "fts": "w_fts", "vec": "w_vec", "hype": "w_hype",
+                "hype_fts": "w_hype_fts", "date": "w_date"}
 
 
 def rrf_reference(rank_lists: dict[str, dict[int, int]], weights: dict[str, float],
@@ -40,7 +44,10 @@ def boost_for(doc_type: str, params: dict[str, Any]) -> float:
         doc_type, params["boost_entry"])
 
 
-def decay_for(doc_type: str, updated: str | None, now: str, half_life: float | None) -> float:
+def decay_for(doc_type: str, updated: str | None, now: str, half_life: float | None,
+              recency_weight: float = 1.0) -> float:
+    """Journal recency: 1 - recency_weight * (1 - 2^(-age / half_life)),
+    bounded below by 1 - recency_weight (recency_weight 1: plain decay)."""
     if doc_type != "journal" or not updated or not half_life:
         return 1.0
     ref = dt.datetime.fromisoformat(now)
@@ -48,4 +55,4 @@ def decay_for(doc_type: str, updated: str | None, now: str, half_life: float | N
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.timezone.utc)
     age = max((ref - when).total_seconds() / 86400, 0.0)
-    return math.exp(-math.log(2) * age / half_life)
+    return 1.0 - recency_weight * (1.0 - math.exp(-math.log(2) * age / half_life))

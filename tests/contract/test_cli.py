@@ -141,7 +141,8 @@ def test_import_and_search(run_cli, tmp_path: Path, location) -> None:  # type: 
     explained = run_cli("search", "--db", location, "honey bees", "--json", "--explain")
     first_hit = json.loads(explained.output.splitlines()[0])
     assert set(first_hit) == keys | {"explain"}
-    assert set(first_hit["explain"]["ranks"]) == {"frontmatter", "fts", "vector"}
+    assert set(first_hit["explain"]["ranks"]) == {"frontmatter", "fts", "vector", "hype",
+                                                  "hype_fts", "date"}
 
     text = run_cli("search", "--db", location, "honey bees", "--explain", "--topic", "domains")
     assert text.output.startswith(" 1. ")

@@ -69,9 +69,13 @@ def test_jsonl_round_trip_is_identical(tmp_path, backend, source, fake_llm):  # 
         assert len(fake_llm.calls) == llm_calls  # questions came along: no LLM
         assert documents(copy) == documents(source)
         assert questions(copy) == questions(source)
-        # Without vectors in the file everything is embedded once: docs + questions.
+        # Without vectors in the file everything is embedded once: docs, their
+        # chunks (documents past the fake's window) and questions.
         n_questions = sum(len(q) for q in questions(source).values())
-        assert embedder.calls == len(source) + n_questions == report.embedded + n_questions
+        n_chunks = copy.status()["chunk_vectors"]
+        assert n_chunks == source.status()["chunk_vectors"] > 0
+        assert embedder.calls == len(source) + n_chunks + n_questions
+        assert report.embedded == len(source)
         assert results(copy) == results(source)
         assert import_jsonl(copy, out).write.unchanged == len(source)  # idempotent
 
@@ -87,7 +91,9 @@ def test_jsonl_with_vectors_and_same_fingerprint_embeds_nothing(tmp_path, backen
     embedder = FakeEmbedder(64)
     with KnowledgeStore.open(backend("copy"), embedder, hype=True) as copy:
         report = import_jsonl(copy, out)
-        assert embedder.calls == 0
+        # The file holds document and question vectors; chunk vectors (long
+        # documents past the embedder's window) are derived again here.
+        assert embedder.calls == copy.status()["chunk_vectors"] > 0
         assert report.reused_vectors == len(source) and report.embedded == 0
         assert doc_vectors(copy) == doc_vectors(source)
         assert results(copy) == results(source)
@@ -246,8 +252,10 @@ def test_npz_fresh_vectors_are_reused_and_stale_ones_reembedded(tmp_path, backen
         assert (report.stale, report.unknown, report.mismatched_dimension) == (2, 1, 0)
         assert report.not_in_npz == skills
         assert report.imported_questions == report.reused_question_vectors == 3
-        # Exactly the stale documents and the uncovered skills were embedded.
-        assert embedder.calls == report.embedded == len(stale) + skills
+        # Exactly the stale documents and the uncovered skills were embedded,
+        # plus the chunk vectors of long documents (no sidecar holds those).
+        assert report.embedded == len(stale) + skills
+        assert embedder.calls == report.embedded + store.status()["chunk_vectors"]
         assert report.reconcile.added == len(store) == len(docs) + skills
         assert questions(store) == hype
 
@@ -286,7 +294,8 @@ def test_npz_of_another_dimension_is_reported_and_embedded(tmp_path, backend, sa
         report = import_npz(store, sample_workspace, npz)
         assert report.mismatched_dimension == len(docs)
         assert report.imported_vectors == 0
-        assert embedder.calls == report.embedded == len(store)
+        assert report.embedded == len(store)
+        assert embedder.calls == len(store) + store.status()["chunk_vectors"]
 
 
 class AsymmetricFake(FakeEmbedder):
@@ -307,8 +316,9 @@ def test_npz_question_vectors_reembedded_for_an_asymmetric_model(tmp_path, backe
         report = import_npz(store, sample_workspace, npz)
         assert report.imported_questions == 2 and report.reused_question_vectors == 0
         # The sidecar's question vectors were made as documents; only the two
-        # questions (as queries) and the three skills are embedded.
-        assert embedder.calls == 2 + 3
+        # questions (as queries), the three skills and the chunk vectors of
+        # long documents are embedded.
+        assert embedder.calls == 2 + 3 + store.status()["chunk_vectors"]
         assert questions(store) == hype
 
 

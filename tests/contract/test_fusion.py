@@ -15,7 +15,14 @@ from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.ingest import make_document
 from kbstore.query import DEFAULTS
 
-from .reference import EXPLAIN_NAMES, RETRIEVERS, boost_for, decay_for, rrf_reference
+from .reference import (
+    EXPLAIN_NAMES,
+    LIST_WEIGHTS,
+    RETRIEVERS,
+    boost_for,
+    decay_for,
+    rrf_reference,
+)
 
 NOW = "2026-06-30T12:00:00+00:00"
 
@@ -54,10 +61,11 @@ def test_search_scores_equal_reference_from_explained_ranks(backend, docs, query
             batch.append(make_document(path, title=title, body=body, tags=tags,
                                        updated=updated))
         s.upsert_many(batch)
-        settings_ = {"k_rrf": k, "w_fm": w[0], "w_fts": w[1], "w_vec": w[2]}
+        # latest=False: a "latest" question re-scores its best hits by date
+        settings_ = {"k_rrf": k, "w_fm": w[0], "w_fts": w[1], "w_vec": w[2], "latest": False}
         hits = s.search(query, topic=topic, limit=1000, explain=True, now=NOW, **settings_)
     params = {**DEFAULTS, **settings_}
-    weights = dict(zip(RETRIEVERS, w, strict=True))
+    weights = {name: params[weight] for name, weight in LIST_WEIGHTS.items()}
     for name in RETRIEVERS:  # each retriever's ranks are 1..n without gaps
         got = sorted(h.explain["ranks"][EXPLAIN_NAMES[name]] for h in hits
                      if h.explain["ranks"][EXPLAIN_NAMES[name]] is not None)
@@ -67,14 +75,16 @@ def test_search_scores_equal_reference_from_explained_ranks(backend, docs, query
             assert hit.topic == topic
         ranks = hit.explain["ranks"]
         assert any(r is not None for r in ranks.values())
-        # a frontmatter hit weighs w_fm for a tag match, w_fm * w_fm_title for a title match
+        # a frontmatter hit weighs w_fm x the share of the query's words its
+        # tags cover, or w_fm x w_fm_title for a title match, whichever is more
         fm_factor = hit.explain["frontmatter_weight"] or 1.0
-        assert fm_factor in (1.0, params["w_fm_title"])
+        assert 0.0 < fm_factor <= 1.0
         hit_weights = {**weights, "fm": weights["fm"] * fm_factor}
         base = rrf_reference({n: ({0: ranks[EXPLAIN_NAMES[n]]} if ranks[EXPLAIN_NAMES[n]]
-                                  else {}) for n in RETRIEVERS}, hit_weights, k).get(0, 0.0)
+                                  else {}) for n in LIST_WEIGHTS}, hit_weights, k).get(0, 0.0)
         boost = boost_for(hit.doc_type, params)
-        decay = decay_for(hit.doc_type, hit.updated, NOW, params["half_life_days"])
+        decay = decay_for(hit.doc_type, hit.updated, NOW, params["half_life_days"],
+                          params["recency_weight"])
         assert hit.explain["boost"] == pytest.approx(boost)
         assert hit.explain["decay"] == pytest.approx(decay, rel=1e-6)
         assert hit.score == pytest.approx(base * boost * decay, rel=1e-6, abs=1e-12)
@@ -105,5 +115,8 @@ def test_recency_decay_can_be_turned_off(store: KnowledgeStore) -> None:
     for off in (None, 0):
         hit = store.search("frogs pond", now=NOW, explain=True, half_life_days=off)[0]
         assert hit.explain["decay"] == 1.0
+    # on by default, bounded: 1 - recency_weight * (1 - 2^(-60/30))
     assert store.search("frogs pond", now=NOW, explain=True)[0].explain["decay"] == \
-        pytest.approx(0.25, rel=1e-6)
+        pytest.approx(1 - DEFAULTS["recency_weight"] * 0.75, rel=1e-6)
+    assert store.search("frogs pond", now=NOW, explain=True, recency_weight=1.0)[0].explain[
+        "decay"] == pytest.approx(0.25, rel=1e-6)

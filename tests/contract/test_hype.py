@@ -200,10 +200,11 @@ def test_intent_query_finds_document_only_through_hype(location: str, backend,
         hits = store.search(QUERY, explain=True)
     target = next(h for h in hits if h.path == TARGET)
     e = target.explain
-    assert e["ranks"]["vector"] == 1
+    # the question vectors are their own ranked list
+    assert e["ranks"]["hype"] == 1
     assert e["ranks"]["fts"] is None and e["ranks"]["frontmatter"] is None
-    assert e["matched_vector"] == "hype"
     assert e["matched_question"] == "How do I recover from a failed deploy?"
+    assert hits[0].path == TARGET
 
 
 # -- caching by content hash ----------------------------------------------------
@@ -221,7 +222,9 @@ def test_reimport_after_reopen_makes_no_llm_call(location: str, sample_workspace
     with _open(location, hype=True) as store:
         again = store.import_directory(sample_workspace)
         assert store.status()["hype_questions"] == stored
-        assert store.status()["vectors"] == n_docs * 4  # document + 3 questions each
+        # document + 3 questions each, and the chunks of documents past the
+        # fake's window
+        assert store.status()["vectors"] == n_docs * 4 + store.status()["chunk_vectors"]
     assert len(fake_llm.calls) == n_docs  # zero new calls
     assert again.unchanged == n_docs and again.hype_generated == 0
 
@@ -314,7 +317,8 @@ def test_llm_failure_keeps_document_searchable_then_cli_completes_it(location: s
                                              "When should I read this?"]
         assert store.status()["vectors"] == 4
         hit = store.search("when should I read this", explain=True)[0]
-        assert hit.path == path and hit.explain["matched_vector"] == "hype"
+        assert hit.path == path and hit.explain["ranks"]["hype"] == 1
+        assert hit.explain["matched_question"] == "When should I read this?"
 
     status = run_cli("status", "--db", location)
     assert "HyPE questions  3 (0 documents without current questions, 0 failed)" in status.output

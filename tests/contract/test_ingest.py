@@ -96,7 +96,8 @@ def test_topic_and_doc_type_from_path(store: KnowledgeStore, path: str, topic: s
     hits = store.search("tangerine", topic=topic, explain=True)
     assert [h.path for h in hits] == [path]
     assert hits[0].doc_type == doc_type
-    assert all(r is not None for r in hits[0].explain["ranks"].values())
+    ranks = hits[0].explain["ranks"]
+    assert all(ranks[name] is not None for name in ("frontmatter", "fts", "vector"))
 
 
 def test_explicit_topic_and_type_override_the_path(store: KnowledgeStore) -> None:

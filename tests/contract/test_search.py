@@ -135,7 +135,11 @@ def test_skill_boost(store: KnowledgeStore) -> None:
     body = "Steps to brew pour-over coffee with a gooseneck kettle."
     store.upsert("projects/coffee.md", title="Brew coffee", body=body, tags=["coffee"])
     store.upsert("skills/coffee/SKILL.md", title="Brew coffee", body=body, tags=["coffee"])
-    hits = store.search("brew coffee", explain=True, now=NOW)
+    # The type factors are off by default (they used to beat clear evidence).
+    unboosted = store.search("brew coffee", explain=True, now=NOW)
+    assert unboosted[0].path == "projects/coffee.md"
+    assert all(h.explain["boost"] == 1.0 for h in unboosted)
+    hits = store.search("brew coffee", explain=True, now=NOW, boost_skill=1.2)
     assert [h.path for h in hits] == ["skills/coffee/SKILL.md", "projects/coffee.md"]
     skill, entry = hits
     assert skill.explain["boost"] == pytest.approx(1.2)
@@ -144,8 +148,6 @@ def test_skill_boost(store: KnowledgeStore) -> None:
     for h in hits:
         assert h.score == pytest.approx(sum(h.explain["rrf"].values()) * h.explain["boost"])
     assert skill.score > entry.score
-    unboosted = store.search("brew coffee", explain=True, boost_skill=1.0)
-    assert unboosted[0].path == "projects/coffee.md"
 
 
 def _days_before(now: str, days: float) -> str:
@@ -163,9 +165,15 @@ def test_journal_decay_and_none_for_other_types(store: KnowledgeStore) -> None:
     store.upsert("journal/2026-08-01-future.md", title="Pond later", body="frogs in the pond",
                  updated=_days_before(NOW, -30))
     store.upsert("journal/undated.md", title="Pond undated", body="frogs in the pond")
-    hits = by_path(store.search("frogs pond", explain=True, now=NOW, limit=20))
+    # By default the factor is bounded: 1 - recency_weight * (1 - 2^(-age/half_life)).
+    bounded = by_path(store.search("frogs pond", explain=True, now=NOW, limit=20))
+    assert bounded["journal/2026-05-31-pond.md"].explain["decay"] == pytest.approx(
+        1 - 0.05 * 0.5, abs=1e-6)
+    # recency_weight=1: the full exponential decay
+    hits = by_path(store.search("frogs pond", explain=True, now=NOW, limit=20,
+                                recency_weight=1.0))
     assert hits["journal/2026-05-31-pond.md"].explain["decay"] == pytest.approx(0.5, abs=1e-6)
-    assert hits["journal/2026-05-31-pond.md"].explain["boost"] == pytest.approx(0.8)
+    assert hits["journal/2026-05-31-pond.md"].explain["boost"] == pytest.approx(1.0)
     assert hits["domains/pond.md"].explain["decay"] == 1.0
     assert hits["skills/pond/SKILL.md"].explain["decay"] == 1.0
     assert hits["journal/2026-06-30-today.md"].explain["decay"] == pytest.approx(1.0)
@@ -173,7 +181,7 @@ def test_journal_decay_and_none_for_other_types(store: KnowledgeStore) -> None:
     assert hits["journal/undated.md"].explain["decay"] == 1.0
     # the half-life is a parameter
     slow = by_path(store.search("frogs pond", explain=True, now=NOW, limit=20,
-                                half_life_days=60))
+                                half_life_days=60, recency_weight=1.0))
     assert slow["journal/2026-05-31-pond.md"].explain["decay"] == pytest.approx(
         math.exp(-math.log(2) * 0.5), abs=1e-6)
 
@@ -436,9 +444,9 @@ def test_explain_fields(store: KnowledgeStore) -> None:
     hit = store.search("bees hive", explain=True)[0]
     assert set(hit.explain) >= {"ranks", "raw", "rrf", "convex", "boost", "decay",
                                 "matched_vector", "matched_question"}
-    assert set(hit.explain["ranks"]) == {"frontmatter", "fts", "vector"}
-    assert set(hit.explain["rrf"]) == {"frontmatter", "fts", "vector"}
-    assert set(hit.explain["raw"]) == {"bm25", "cosine"}
+    lists = {"frontmatter", "fts", "vector", "hype", "hype_fts", "date"}
+    assert set(hit.explain["ranks"]) == set(hit.explain["rrf"]) == lists
+    assert set(hit.explain["raw"]) == {"bm25", "cosine", "question_cosine"}
     assert hit.explain["matched_vector"] == "doc"
     assert hit.snippet.startswith("hive honey bees")
     assert (hit.tags, hit.doc_type, hit.topic, hit.title) == (["bees"], "entry", "domains",
@@ -453,5 +461,8 @@ def test_hype_question_match_is_explained(location, fake_llm) -> None:  # type: 
         s.upsert("domains/starter.md", title="Starter", body="Refresh with flour and water.")
         hit = s.search("keep the bread culture alive", explain=True)[0]
         assert hit.path == "domains/starter.md"
-        assert hit.explain["matched_vector"] == "hype"
+        # the question vectors are their own list; matched_vector names the
+        # document-side vector (document or chunk)
+        assert hit.explain["ranks"]["hype"] == 1
+        assert hit.explain["matched_vector"] in ("doc", "chunk")
         assert hit.explain["matched_question"] == "How do I keep the bread culture alive?"

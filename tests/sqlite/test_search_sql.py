@@ -31,7 +31,7 @@ from ..contract.reference import (
 from .util import SLOTS, connect_file, raw
 
 NOW = "2026-06-30T12:00:00+00:00"
-FUSION_START = "\nfused AS ("
+FUSION_START = "\nlists AS ("
 DOC_TYPES = ("entry", "skill", "journal")
 SQLITE3 = shutil.which("sqlite3")
 
@@ -47,8 +47,14 @@ def fusion_sql() -> str:
                 f"json_extract(value, '$[1]') AS score, json_extract(value, '$[2]') AS rank"
                 f"{extra} FROM json_each(:{name}_json))")
 
+    # the HyPE and date lists stay empty here (their ranks fuse like the others)
+    empty = ("hype_ranked AS (SELECT 0 AS doc_id, 0.0 AS score, 0.0 AS best, 0 AS position, "
+             "0 AS rank WHERE 0),\n"
+             "hype_fts_ranked AS (SELECT 0 AS doc_id, 0.0 AS score, 0 AS rank WHERE 0),\n"
+             "date_ranked AS (SELECT 0 AS doc_id, 0.0 AS score, 0 AS rank WHERE 0),")
     return ("WITH " + ranked("fm", ", 1.0 AS weight") + ",\n" + ranked("fts") + ",\n"
-            + ranked("vec", f", json_extract(value, '$[0]') * {SLOTS} AS vector_id") + ","
+            + ranked("vec", f", json_extract(value, '$[0]') * {SLOTS} AS vector_id, "
+                            "'doc' AS kind") + ",\n" + empty
             + tail)
 
 
@@ -98,7 +104,8 @@ def test_sql_fusion_equals_reference_on_random_rank_lists(
     params = {**DEFAULTS, "fusion": fusion, "k_rrf": k, "w_fm": w[0], "w_fts": w[1],
               "w_vec": w[2], "boost_entry": boosts[0], "boost_skill": boosts[1],
               "boost_journal": boosts[2], "half_life_days": half_life, "now": NOW,
-              "min_similarity": None, "limit": 1000,
+              "min_similarity": None, "limit": 1000, "latest": 0, "has_vector": 1,
+              "qvec": bytes(4 * 16),
               **{f"{n}_json": json.dumps(lists[n]) for n in RETRIEVERS}}
     cursor = conn.execute(fusion_sql(), params)
     columns = [c[0] for c in cursor.description]
@@ -111,7 +118,8 @@ def test_sql_fusion_equals_reference_on_random_rank_lists(
         base = convex_reference({n: {d: s for d, s, _ in lists[n]} for n in RETRIEVERS},
                                 weights)
     expected = {doc: b * boost_for(meta[doc][0], params)
-                * decay_for(meta[doc][0], meta[doc][1], NOW, half_life)
+                * decay_for(meta[doc][0], meta[doc][1], NOW, half_life,
+                            params["recency_weight"])
                 for doc, b in base.items()}
     assert set(got) == set(expected)
     for doc, score in expected.items():

@@ -17,6 +17,7 @@ from ...errors import (
     SchemaOutdatedError,
 )
 from ...model import (
+    CHUNK_VECTORS,
     DOC_VECTOR,
     HYPE_QUESTIONS,
     HYPE_VECTORS,
@@ -25,6 +26,7 @@ from ...model import (
     Applied,
     Change,
     Check,
+    Chunks,
     Derived,
     Document,
     Hit,
@@ -158,12 +160,14 @@ class SQLiteBackend:
             if stored is not None and not (replace_if_empty and empty and stored != fingerprint):
                 return stored
             self._set_meta("embedder", fingerprint)
-            if self.get_meta("fusion") is None:
+            fusion = self.get_meta("fusion")
+            if not isinstance(fusion, dict):
                 self._set_meta("fusion", defaults)
+            elif stored is not None and "min_similarity" in defaults:
+                # another embedder on an empty file: its own confidence floor
+                self._set_meta("fusion", {**fusion, "min_similarity": defaults["min_similarity"]})
             _vectors.create_table(self.conn, dim)
-            self.conn.execute("DELETE FROM vector_data")
-            self.conn.execute("DELETE FROM derived WHERE kind IN (?, ?)",
-                              (DOC_VECTOR, HYPE_VECTORS))
+            self._forget_vectors()
             _vectors.stage_drop(self.conn)
         return fingerprint
 
@@ -174,9 +178,14 @@ class SQLiteBackend:
         with transaction(self.conn):
             self._set_meta("embedder", fingerprint)
             _vectors.create_table(self.conn, _vectors.check_dim(fingerprint.get("dim")))
-            self.conn.execute("DELETE FROM vector_data")
-            self.conn.execute("DELETE FROM derived WHERE kind IN (?, ?)",
-                              (DOC_VECTOR, HYPE_VECTORS))
+            self._forget_vectors()
+
+    def _forget_vectors(self) -> None:
+        """Every vector and chunk row gone, with the hash rows that claim them."""
+        self.conn.execute("DELETE FROM vector_data")
+        self.conn.execute("DELETE FROM document_chunks")
+        self.conn.execute("DELETE FROM derived WHERE kind IN (?, ?, ?)",
+                          (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS))
 
     # -- reading ---------------------------------------------------------------------
 
@@ -266,6 +275,7 @@ class SQLiteBackend:
             "documents": self._count(),
             "vectors": count(f"SELECT count(*) FROM {_vectors.TABLE}") if has_vec else 0,
             "doc_vectors": count("SELECT count(*) FROM derived WHERE kind = ?", DOC_VECTOR),
+            "chunk_vectors": count("SELECT count(*) FROM document_chunks"),
             "hype_questions": count("SELECT count(*) FROM hype_questions"),
             # One definition with `kbstore hype --pending`: documents without
             # questions that are current ('ok' rows always match the content).
@@ -346,7 +356,20 @@ class SQLiteBackend:
             self._mark(doc_id, DOC_VECTOR, change.vector_hash, change.vector_model)
         if change.questions is not None or change.drop_questions:
             self._replace_questions(doc_id, topic, doc_type, change)
+        if change.chunks is not None or change.drop_chunks:
+            self._replace_chunks(doc_id, topic, doc_type, change)
         return doc_id
+
+    def _replace_chunks(self, doc_id: int, topic: str, doc_type: str, change: Change) -> None:
+        new = change.chunks
+        if new is None or not new.vectors:
+            _vectors.replace_chunks(self.conn, doc_id, topic, doc_type, [], [])
+            self.conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind = ?",
+                              (doc_id, CHUNK_VECTORS))
+            return
+        _vectors.replace_chunks(self.conn, doc_id, topic, doc_type, new.spans,
+                                [_vectors.blob(v) for v in new.vectors])
+        self._mark(doc_id, CHUNK_VECTORS, new.content_hash, change.vector_model)
 
     def _write_document(self, doc: Document, now: Stored | None) -> int:
         values = (doc.title, json.dumps(doc.tags, ensure_ascii=False), doc.body, doc.topic,
@@ -427,17 +450,19 @@ class SQLiteBackend:
             _vectors.stage_create(self.conn, fingerprint_id)
             return _vectors.staged(self.conn)
 
-    def rebuild_stage(self, items: Sequence[tuple[Stored, str, Any, list[Any]]],
+    def rebuild_stage(self, items: Sequence[tuple[Stored, str, Any, list[Any], Chunks | None]],
                       fingerprint_id: str) -> int:
         """Stage (stored state, vector hash, doc vector, question vectors in
-        position order) per document, one transaction; documents that changed
-        since they were read are skipped. Returns documents staged."""
+        position order, chunk vectors or None) per document, one transaction;
+        a document's vectors are staged together, so a staged document
+        vector means its chunks are staged too. Documents that changed since
+        they were read are skipped. Returns documents staged."""
         self._writable()
         done = 0
         with transaction(self.conn):
             current = {s.key: s for s in self.stored(self._paths_of([i[0].key for i in items]))
                        .values()}
-            for stored, vhash, vector, qvectors in items:
+            for stored, vhash, vector, qvectors, chunks in items:
                 if current.get(stored.key) != stored:
                     continue
                 _vectors.stage_clear_document(self.conn, stored.key)
@@ -446,6 +471,12 @@ class SQLiteBackend:
                 for pos, qvec in enumerate(qvectors, start=1):
                     _vectors.stage_write(self.conn, stored.key, pos, "", fingerprint_id,
                                          _vectors.blob(qvec))
+                if chunks is not None:
+                    for n, (span, cvec) in enumerate(zip(chunks.spans, chunks.vectors,
+                                                         strict=True)):
+                        _vectors.stage_write(self.conn, stored.key, _vectors.CHUNK_SLOT + n,
+                                             chunks.content_hash, fingerprint_id,
+                                             _vectors.blob(cvec), span)
                 done += 1
         return done
 
@@ -467,13 +498,17 @@ class SQLiteBackend:
                 questions.setdefault(int(doc_id), set()).add(int(pos))
             ids = [int(r[0]) for r in self.conn.execute("SELECT id FROM documents ORDER BY id")]
             missing = [k for k in ids if 0 not in staged.get(k, {})
-                       or set(staged[k]) - {0} != questions.get(k, set())]
+                       or {s for s in staged[k] if 0 < s < _vectors.CHUNK_SLOT}
+                       != questions.get(k, set())]
             if missing:
                 return missing
             made_from = {k: staged[k][0] for k in ids}
-            _vectors.stage_swap(self.conn, _vectors.check_dim(fingerprint.get("dim")))
+            chunked = _vectors.stage_swap(self.conn, _vectors.check_dim(fingerprint.get("dim")))
             for key in ids:
                 self._mark(key, DOC_VECTOR, made_from[key], fingerprint_id)
+            self.conn.execute("DELETE FROM derived WHERE kind = ?", (CHUNK_VECTORS,))
+            for key, chash in chunked.items():
+                self._mark(key, CHUNK_VECTORS, chash, fingerprint_id)
             self.conn.execute("DELETE FROM derived WHERE kind = ?", (HYPE_VECTORS,))
             self.conn.execute(
                 "INSERT INTO derived (doc_id, kind, content_hash, model) SELECT doc_id, ?, "

@@ -16,6 +16,7 @@ from typing import Any
 
 from ...migrations import steps  # package-dir mapped
 from ...model import (
+    CHUNK_VECTORS,
     DOC_VECTOR,
     HYPE_QUESTIONS,
     HYPE_VECTORS,
@@ -29,8 +30,12 @@ from .connection import Connection, binding, snapshot, transaction
 
 SAMPLE = 5  # ids shown per check; counts are always complete
 SLOTS = _vectors.SLOTS
+QUESTIONS_FTS = "questions_fts"  # indexes HyPE questions, not documents
+CHUNK_SLOT = _vectors.CHUNK_SLOT
+vid_of, owner = _vectors.vector_id, _vectors.owner
 # Plain tables holding only derived data: re-created empty if dropped.
-_DERIVED_TABLES = {"document_tags", "hype_questions", "vector_data", "derived"}
+_DERIVED_TABLES = {"document_tags", "hype_questions", "document_chunks", "vector_data",
+                   "derived"}
 
 
 @lru_cache(maxsize=1)
@@ -162,12 +167,14 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     missing: set[int] = set()
     extra: set[int] = set()
+    with_questions = _ids(conn, "SELECT DISTINCT doc_id FROM hype_questions") & ids
     for table in fts_tables():
         if f"{table}_docsize" not in present:
             continue  # the table is gone: the schema check reports it
         indexed = _ids(conn, f"SELECT id FROM {table}_docsize")
-        missing |= ids - indexed
-        extra |= indexed - ids
+        expected = with_questions if table == QUESTIONS_FTS else ids
+        missing |= expected - indexed
+        extra |= indexed - expected
     add("documents_missing_fts", missing, "documents absent from an FTS5 index")
     add("orphan_fts_rows", extra, "FTS5 rows of deleted documents")
     if "document_tags" in present:
@@ -179,6 +186,8 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
                  conn.execute("SELECT doc_id, position FROM hype_questions")}
     add("orphan_questions", {d for d, _ in questions if d not in ids},
         "HyPE questions of deleted documents")
+    add("orphan_chunks", _ids(conn, "SELECT doc_id FROM document_chunks") - ids,
+        "chunk rows of deleted documents")
     derived = conn.execute("SELECT doc_id, kind, content_hash, model, status FROM derived"
                            ).fetchall()
     add("orphan_derived", {int(r[0]) for r in derived if int(r[0]) not in ids},
@@ -204,7 +213,7 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
         "HyPE questions written for older content (--fix drops them; `kbstore hype` asks "
         "again)")
     if fp is not None:
-        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS)
+        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS)
                                      for d, (_, m, _) in by_kind.get(kind, {}).items()
                                      if d in ids and m != fp},
             f"vectors made by another embedder than the stored {fp}")
@@ -214,14 +223,19 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     bits = _rows(conn, f"SELECT vector_id, doc_id FROM {_vectors.TABLE}")
     floats = _rows(conn, "SELECT vector_id, doc_id FROM vector_data")
     both = set(bits) & set(floats)
-    add("orphan_vectors", _orphans(bits, ids, questions) | _orphans(floats, ids, questions),
-        "vectors of deleted documents or questions (vec0 or vector_data)")
-    add("documents_missing_vectors", {d for d in ids if d * SLOTS not in both},
+    slots = _slots(conn)
+    add("orphan_vectors", _orphans(bits, ids, slots) | _orphans(floats, ids, slots),
+        "vectors of deleted documents, questions or chunks (vec0 or vector_data)")
+    add("documents_missing_vectors", {d for d in ids if vid_of(d, 0) not in both},
         "documents without their document vector (vec0 and vector_data)")
     add("questions_missing_vectors", {d for d, pos in questions
-                                      if d in ids and d * SLOTS + pos not in both},
+                                      if d in ids and vid_of(d, pos) not in both},
         "documents whose HyPE questions lack vectors")
-    add("invalid_vectors", {v // SLOTS for v in _invalid_vectors(conn)},
+    add("chunks_missing_vectors", {d for d, slot in slots
+                                   if slot >= CHUNK_SLOT and d in ids
+                                   and vid_of(d, slot) not in both},
+        "long documents whose chunks lack vectors")
+    add("invalid_vectors", {owner(v)[0] for v in _invalid_vectors(conn)},
         "documents with NaN, infinite, zero or wrong-size vectors")
     return checks
 
@@ -237,12 +251,22 @@ def _rows(conn: Connection, sql: str) -> dict[int, int]:
     return {int(r[0]): int(r[1]) for r in conn.execute(sql)}
 
 
-def _orphans(rows: dict[int, int], ids: set[int], questions: set[tuple[int, int]]) -> set[int]:
+def _slots(conn: Connection) -> set[tuple[int, int]]:
+    """(doc_id, slot) of every question and chunk the plain tables list."""
+    return {(int(r[0]), int(r[1])) for r in conn.execute(
+        "SELECT doc_id, position FROM hype_questions UNION ALL "
+        "SELECT doc_id, position + ? FROM document_chunks", (CHUNK_SLOT,))}
+
+
+def _orphans(rows: dict[int, int], ids: set[int], slots: set[tuple[int, int]]) -> set[int]:
     """vector ids whose document is gone, whose doc_id disagrees with the id,
-    or whose HyPE slot has no question."""
-    return {v for v, d in rows.items()
-            if v // SLOTS not in ids or d != v // SLOTS
-            or (v % SLOTS and (v // SLOTS, v % SLOTS) not in questions)}
+    or whose question or chunk slot is not listed."""
+    out = set()
+    for v, d in rows.items():
+        doc, slot = owner(v)
+        if doc not in ids or d != doc or (slot and (doc, slot) not in slots):
+            out.add(v)
+    return out
 
 
 def _invalid_vectors(conn: Connection) -> set[int]:
@@ -296,8 +320,14 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
             actions.append("rewrote the stored fusion defaults")
         if bad & {"fts_integrity", "documents_missing_fts", "orphan_fts_rows"}:
             for table in fts_tables():
-                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
-            actions.append("rebuilt the FTS5 indexes from the documents table")
+                if table == QUESTIONS_FTS:  # its own content: refilled from the questions
+                    conn.execute(f"DELETE FROM {QUESTIONS_FTS}")
+                    conn.execute(f"INSERT INTO {QUESTIONS_FTS} (rowid, questions) SELECT "
+                                 "doc_id, group_concat(question, char(10)) FROM hype_questions "
+                                 "WHERE doc_id IN (SELECT id FROM documents) GROUP BY doc_id")
+                else:
+                    conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
+            actions.append("rebuilt the FTS5 indexes from the documents and questions")
         if "tag_rows" in bad:
             conn.execute("DELETE FROM document_tags")
             conn.execute("INSERT OR IGNORE INTO document_tags (tag, doc_id) SELECT "
@@ -352,7 +382,9 @@ def _rebuild_vector_table(conn: Connection) -> list[str]:
         n = _vectors.refill_from_floats(conn)
         return [f"re-created the vector table and refilled {n} vector(s) from their float copies"]
     conn.execute("DELETE FROM vector_data")
-    conn.execute("DELETE FROM derived WHERE kind IN (?, ?)", (DOC_VECTOR, HYPE_VECTORS))
+    conn.execute("DELETE FROM document_chunks")
+    conn.execute("DELETE FROM derived WHERE kind IN (?, ?, ?)",
+                 (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS))
     return [f"re-created the {dim}-dimensional vector table; every document will be re-embedded"]
 
 
@@ -360,16 +392,16 @@ def _delete_orphans(conn: Connection, bad: set[str]) -> list[str]:
     actions = []
     if "orphan_vectors" in bad:
         live = _ids(conn, "SELECT id FROM documents")
-        questions = {(int(r[0]), int(r[1])) for r in
-                     conn.execute("SELECT doc_id, position FROM hype_questions")}
+        slots = _slots(conn)
         doomed = [(v,) for v in _orphans(_rows(conn, f"SELECT vector_id, doc_id FROM "
-                                                     f"{_vectors.TABLE}"), live, questions)]
+                                                     f"{_vectors.TABLE}"), live, slots)]
         conn.executemany(f"DELETE FROM {_vectors.TABLE} WHERE vector_id = ?", doomed)
         data = [(v,) for v in _orphans(_rows(conn, "SELECT vector_id, doc_id FROM vector_data"),
-                                       live, questions)]
+                                       live, slots)]
         conn.executemany("DELETE FROM vector_data WHERE vector_id = ?", data)
         actions.append(f"deleted {len(doomed) + len(data)} orphan vector row(s)")
-    for check, table in (("orphan_questions", "hype_questions"), ("orphan_derived", "derived")):
+    for check, table in (("orphan_questions", "hype_questions"), ("orphan_derived", "derived"),
+                         ("orphan_chunks", "document_chunks")):
         if check in bad:  # table names are constants
             n = conn.execute(f"DELETE FROM {table} WHERE doc_id NOT IN (SELECT id FROM documents)"
                              ).rowcount
@@ -392,22 +424,29 @@ def _delete_orphans(conn: Connection, bad: set[str]) -> list[str]:
 def _forget_bad_vectors(conn: Connection, bad: set[str]) -> list[str]:
     """Drop hash rows that claim a vector exists when it does not (or is
     unusable), so the write path re-embeds those documents."""
-    if not bad & {"documents_missing_vectors", "questions_missing_vectors", "invalid_vectors"}:
+    if not bad & {"documents_missing_vectors", "questions_missing_vectors",
+                  "chunks_missing_vectors", "invalid_vectors"}:
         return []
     if "invalid_vectors" in bad:
         for vid in _invalid_vectors(conn):
-            _vectors.delete_slots(conn, vid // SLOTS, [vid % SLOTS])
+            doc_id, slot = owner(vid)
+            _vectors.delete_slots(conn, doc_id, [slot])
     bits = set(_rows(conn, f"SELECT vector_id, doc_id FROM {_vectors.TABLE}"))
     floats = set(_rows(conn, "SELECT vector_id, doc_id FROM vector_data"))
     both = bits & floats
     docs = _ids(conn, "SELECT id FROM documents")
-    no_vector = [(d,) for d in sorted(docs) if d * SLOTS not in both]
+    no_vector = [(d,) for d in sorted(docs) if vid_of(d, 0) not in both]
     for (d,) in no_vector:  # a half-present slot (only in vec0 or only as floats) is freed
         _vectors.delete_slots(conn, d, [0])
     conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'doc_vector'", no_vector)
     no_qvec = sorted({(int(d),) for d, pos in conn.execute(
-        "SELECT doc_id, position FROM hype_questions") if int(d) * SLOTS + int(pos) not in both})
+        "SELECT doc_id, position FROM hype_questions") if vid_of(int(d), int(pos)) not in both})
     conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'hype_vectors'", no_qvec)
-    return [f"marked {len(no_vector) + len(no_qvec)} document(s) for re-embedding"]
+    no_cvec = sorted({(int(d),) for d, pos in conn.execute(
+        "SELECT doc_id, position FROM document_chunks")
+        if vid_of(int(d), CHUNK_SLOT + int(pos)) not in both})
+    conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'chunk_vectors'", no_cvec)
+    return [f"marked {len(no_vector) + len(no_qvec) + len(no_cvec)} document(s) for "
+            "re-embedding"]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Hit, SearchRequest
-from ...query import make_snippet, vec_k
+from ...query import VEC_K_KEYS, make_snippet, vec_k
 from .connection import Connection, snapshot, vec_path
 
 SQL_FILE = Path(__file__).with_name("search.sql")
@@ -42,19 +42,25 @@ def title_expression(terms: tuple[str, ...]) -> str | None:
                        for i, a in enumerate(terms) for b in terms[i + 1:])
 
 
+_NOT_SQL = ("drop_stopwords", "latest", *VEC_K_KEYS)  # settings used before the statement
+
+
 def compile_params(request: SearchRequest, dim: int) -> dict[str, Any]:
-    params = {k: v for k, v in request.settings.items()
-              if k not in ("drop_stopwords", "vec_k_doc", "vec_k_hype")}
+    params = {k: v for k, v in request.settings.items() if k not in _NOT_SQL}
     has_vector = request.vector is not None
     params.update(
         fts_query=fts_expression(request.fts_terms),
         title_query=title_expression(request.title_terms),
-        tag_terms=json.dumps(list(request.tag_terms)),  # ASCII: lone surrogates escaped
+        # ASCII JSON: lone surrogates escaped
+        tag_terms=json.dumps({t: request.tag_weights.get(t, 1.0) for t in request.tag_terms}),
+        date_ranges=json.dumps([list(r) for r in request.date_ranges]),
+        latest=int(request.latest),
         # No vector side: float32 zeros and k = 0 give an empty KNN.
+        has_vector=int(has_vector),
         qvec=request.vector if has_vector else bytes(4 * dim),
-        vec_k_doc=vec_k(request.settings, "vec_k_doc", request.limit) if has_vector else 0,
-        vec_k_hype=vec_k(request.settings, "vec_k_hype", request.limit) if has_vector else 0,
         topic=request.topic, now=request.now, limit=request.limit)
+    for key in VEC_K_KEYS:
+        params[key] = vec_k(request.settings, key, request.limit) if has_vector else 0
     return params
 
 
@@ -68,22 +74,46 @@ def run(conn: Connection, request: SearchRequest, dim: int) -> list[Hit]:
         rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
     return [Hit(path=row["path"], title=row["title"], tags=json.loads(row["tags"]),
                 doc_type=row["doc_type"], topic=row["topic"], updated=row["updated"],
-                score=float(row["score"]), snippet=make_snippet(row["body"], request.terms),
+                score=float(row["score"]), snippet=snippet(row, request.terms),
                 explain=explain_row(row) if request.explain else None)
             for row in rows]
+
+
+def snippet(row: dict[str, Any], terms: tuple[str, ...]) -> str:
+    """Around the first query term; inside the best-matching chunk when a
+    chunk vector is what found the document."""
+    body = row["body"]
+    start, end = row["chunk_start"], row["chunk_end"]
+    if start is not None and end is not None and 0 <= start < end <= len(body):
+        piece = make_snippet(body[start:end], terms)
+        return ("…" if start > 0 and not piece.startswith("…") else "") + piece
+    return make_snippet(body, terms)
 
 
 def explain_row(row: dict[str, Any]) -> dict[str, Any]:
     """Every factor that made a hit's score."""
     return {
-        "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"], "vector": row["vec_rank"]},
-        "frontmatter_weight": row["fm_weight"],  # 1.0 tag match, w_fm_title title-only
-        "raw": {"bm25": row["fts_score"], "cosine": row["vec_score"]},
-        "rrf": {"frontmatter": row["rrf_fm"], "fts": row["rrf_fts"], "vector": row["rrf_vec"]},
+        "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"], "vector": row["vec_rank"],
+                  "hype": row["hype_rank"], "hype_fts": row["hype_fts_rank"],
+                  "date": row["date_rank"]},
+        # tag match: share of the query's words the tags cover; title-only: w_fm_title
+        "frontmatter_weight": row["fm_weight"],
+        # question_cosine: mean of the document's hype_top best questions
+        "raw": {"bm25": row["fts_score"], "cosine": row["vec_score"],
+                "question_cosine": row["hype_score"]},
+        "similarity": row["similarity"],  # best vector of any kind (the floor's input)
+        "rrf": {"frontmatter": row["rrf_fm"], "fts": row["rrf_fts"], "vector": row["rrf_vec"],
+                "hype": row["rrf_hype"], "hype_fts": row["rrf_hype_fts"],
+                "date": row["rrf_date"]},
         "convex": row["convex"],
+        "relevance": row["relevance"],
         "boost": row["boost"],
-        "decay": row["decay"],
+        "recency": row["recency"],
+        "decay": row["recency"],  # the recency factor's former name
+        "latest_rank": row["latest_rank"],  # set when a "latest" question reordered the hit
         "matched_vector": row["matched_kind"] if row["vec_rank"] is not None else None,
+        "matched_chunk": ([row["chunk_start"], row["chunk_end"]]
+                          if row["chunk_start"] is not None else None),
         "matched_question": row["matched_question"],
     }
 

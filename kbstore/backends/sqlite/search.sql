@@ -1,33 +1,62 @@
--- kbstore hybrid search: three retrievers fused in ONE statement.
+-- kbstore hybrid search: five ranked lists fused in ONE statement.
 --
--- Retrievers (each yields doc_id, rank 1..n, raw score):
---   fm   frontmatter: exact tag matches (document_tags), then exact (unstemmed)
---        title-word overlap (titles_fts)
---   fts  FTS5 BM25 over title/tags/body (weights :w_title > :w_tags > :w_body)
---   vec  vector KNN over document AND HyPE vectors: a sign-bit prefilter per
---        kind (so one document's many HyPE vectors cannot crowd out others),
---        exact cosine rescoring, best vector per document
+-- Ranked lists (each yields doc_id, rank 1..n, a raw score):
+--   fm    frontmatter: exact tag matches (document_tags), weighted by the share
+--         of the query's words the matched tags cover (:tag_terms maps each
+--         candidate string to that share), then exact (unstemmed) title-word
+--         overlap (titles_fts) at weight :w_fm_title
+--   fts   FTS5 BM25 over title/tags/body (weights :w_title > :w_tags > :w_body)
+--   vec   vector KNN over document AND chunk vectors (chunks: long documents,
+--         see kbstore/chunks.py), best vector per document
+--   hype  vector KNN over HyPE question vectors; a document scores the mean
+--         similarity of its :hype_top best questions
+--   hype_fts  BM25 over each document's HyPE questions (questions_fts)
+--   date  documents created or updated inside a date range of the query
+--         (:date_ranges, from "on 16 June 2023", "in March", "last week"...),
+--         in the order of their text/vector evidence
+-- Each KNN: a sign-bit prefilter inside one vec0 partition (kind 'doc' |
+-- 'chunk' | 'hype'), so one document's many chunk or question vectors cannot
+-- crowd out others, then exact cosine from the float32 copy (vector_data).
+--
 -- Fusion (:fusion):
---   'rrf'    sum of :w_x / (:k_rrf + rank_x)            (default; k, weights: kbstore/query.py)
---   'convex' sum of :w_x * min-max-normalised score_x
--- then x document-type boost (:boost_skill / :boost_journal / :boost_entry)
--- and x journal recency decay exp(-ln 2 * age_days / :half_life_days) from
--- `updated`, age measured at :now (:half_life_days NULL: no decay).
--- Optional :min_similarity drops hits that are neither a frontmatter match
--- nor that close to the query vector.
+--   'rrf'    relevance = sum of :w_x * weight_x / (:k_rrf + rank_x)   (default;
+--            weight_x is 1 except fm's; :w_hype_fts weighs hype_fts)
+--   'convex' relevance = sum of :w_x * min-max-normalised score_x
+-- Then two BOUNDED factors, so neither can override clear evidence:
+--   boost    document type: :boost_skill / :boost_journal / :boost_entry
+--   recency  journal entries only: 1 - :recency_weight * (1 - 2^(-age/:half_life_days)),
+--            age from `updated` at :now; never below 1 - :recency_weight
+--            (:half_life_days NULL: off, factor 1)
+-- score = relevance * boost * recency, except for a "latest" question
+-- (:latest = 1: "last time", "most recent", ...): the dated hits among the
+-- :latest_top best by relevance * boost whose relevance * boost is at least
+-- :latest_ratio x the best come first, newest first (by updated, else
+-- created); their score is
+-- best * (2 - (latest_rank - 1) / n_latest).
+-- :min_similarity (the confidence floor): when no hit's best vector --
+-- document, chunk or question -- is that similar to the query, the query is
+-- out of the knowledge base and nothing is returned; otherwise hits below it
+-- are kept only if they also match query words (fts or hype_fts). No query
+-- vector: no floor.
+--
+-- Vector ids (owned by kbstore/backends/sqlite/vectors.py): a document's
+-- vector and its questions are doc_id * 32 + slot (question position = slot,
+-- used by hype_scored);
+-- chunk vectors are listed by id in document_chunks.
 --
 -- Run it from the sqlite3 shell (see README): `kbstore search --shell` writes
 -- a script that .loads sqlite-vec, sets every parameter and runs this file.
--- :qvec may be a JSON array ('[0.1, ...]') or a float32 blob; NULL skips vec.
--- :fts_query / :title_query are FTS5 expressions built from escaped terms
--- (see kbstore/backends/sqlite/search.py); NULL skips them. :tag_terms is a JSON array.
+-- :qvec may be a JSON array ('[0.1, ...]') or a float32 blob; :has_vector 0
+-- and k = 0 skip the vector side. :fts_query / :title_query are FTS5
+-- expressions built from escaped terms (see kbstore/backends/sqlite/search.py);
+-- NULL skips them. :tag_terms is a JSON object, :date_ranges a JSON array of
+-- ["YYYY-MM-DD", "YYYY-MM-DD"] half-open day ranges.
 
 WITH
 fm_tag AS (
-    SELECT doc_id, count(*) AS hits
-    FROM document_tags
-    WHERE tag IN (SELECT value FROM json_each(:tag_terms))
-    GROUP BY doc_id
+    SELECT t.doc_id, min(1.0, sum(q.value)) AS coverage
+    FROM document_tags AS t JOIN json_each(:tag_terms) AS q ON t.tag = q.key
+    GROUP BY t.doc_id
 ),
 fm_title AS (
     SELECT rowid AS doc_id, -rank AS title_score
@@ -37,21 +66,22 @@ fm_title AS (
     LIMIT :fm_limit
 ),
 fm_ranked AS (
-    -- weight: an exact tag match is curated metadata (1.0); a title-only
-    -- overlap is a weak signal (:w_fm_title, see search.py DEFAULTS).
-    SELECT doc_id, score,
-           row_number() OVER (ORDER BY tag_hits DESC, title_score DESC, doc_id) AS rank,
-           CASE WHEN tag_hits > 0 THEN 1.0 ELSE :w_fm_title END AS weight
+    SELECT doc_id, coverage + title_score AS score, weight,
+           row_number() OVER (ORDER BY weight DESC, title_score DESC, doc_id) AS rank
     FROM (
-        SELECT doc_id, max(tag_hits) AS tag_hits, max(title_score) AS title_score,
-               max(tag_hits) + max(title_score) AS score
+        SELECT doc_id, coverage, title_score,
+               max(coverage, in_title * :w_fm_title) AS weight
         FROM (
-            SELECT doc_id, hits AS tag_hits, 0.0 AS title_score FROM fm_tag
-            UNION ALL
-            SELECT doc_id, 0 AS tag_hits, title_score FROM fm_title
+            SELECT doc_id, max(coverage) AS coverage, max(title_score) AS title_score,
+                   max(in_title) AS in_title
+            FROM (
+                SELECT doc_id, coverage, 0.0 AS title_score, 0 AS in_title FROM fm_tag
+                UNION ALL
+                SELECT doc_id, 0.0, title_score, 1 FROM fm_title
+            )
+            WHERE :topic IS NULL OR doc_id IN (SELECT id FROM documents WHERE topic = :topic)
+            GROUP BY doc_id
         )
-        WHERE :topic IS NULL OR doc_id IN (SELECT id FROM documents WHERE topic = :topic)
-        GROUP BY doc_id
     )
     ORDER BY rank
     LIMIT :fm_limit
@@ -67,14 +97,19 @@ fts_ranked AS (
         LIMIT :fts_limit
     )
 ),
--- KNN on sign bits (hamming), separately in the 'doc' and 'hype' partitions
--- of vec0, so a document's many HyPE vectors cannot crowd out other
--- documents. The topic filter is a vec0 metadata constraint: it runs inside
--- the KNN, which therefore still returns k rows of that topic.
+-- KNN on sign bits (hamming), one vec0 partition each. The topic filter is a
+-- vec0 metadata constraint: it runs inside the KNN, which therefore still
+-- returns k rows of that topic.
 vec_doc AS MATERIALIZED (
     SELECT vector_id, doc_id FROM vectors
     WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_doc
       AND kind = 'doc'
+      AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+),
+vec_chunk AS MATERIALIZED (
+    SELECT vector_id, doc_id FROM vectors
+    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec)) AND k = :vec_k_chunk
+      AND kind = 'chunk'
       AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
 ),
 vec_hype AS MATERIALIZED (
@@ -85,76 +120,210 @@ vec_hype AS MATERIALIZED (
 ),
 -- Exact cosine for the candidates, from the float32 copy.
 vec_scored AS (
-    SELECT c.doc_id, c.vector_id,
+    SELECT c.doc_id, c.vector_id, c.kind,
            1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
-    FROM (SELECT * FROM vec_doc UNION ALL SELECT * FROM vec_hype) AS c
+    FROM (SELECT vector_id, doc_id, 'doc' AS kind FROM vec_doc
+          UNION ALL SELECT vector_id, doc_id, 'chunk' FROM vec_chunk) AS c
     JOIN vector_data AS v ON v.vector_id = c.vector_id
 ),
 vec_ranked AS (
-    SELECT doc_id, vector_id, similarity AS score,
+    -- best vector (document or chunk) per document
+    SELECT doc_id, vector_id, kind, similarity AS score,
            row_number() OVER (ORDER BY similarity DESC, doc_id) AS rank
     FROM (
-        SELECT doc_id, vector_id, similarity,
-               row_number() OVER (PARTITION BY doc_id ORDER BY similarity DESC) AS nth
+        SELECT doc_id, vector_id, kind, similarity,
+               row_number() OVER (PARTITION BY doc_id ORDER BY similarity DESC, vector_id) AS nth
         FROM vec_scored
     )
     WHERE nth = 1
     ORDER BY rank
     LIMIT :vec_limit
 ),
+-- HyPE: every question of the documents the KNN found, scored exactly;
+-- a document scores the mean of its :hype_top best questions (several
+-- matching questions count more than one stray match).
+hype_scored AS (
+    SELECT q.doc_id, q.position,
+           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity,
+           row_number() OVER (PARTITION BY q.doc_id
+                              ORDER BY 1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))
+                              DESC, q.position) AS nth
+    FROM hype_questions AS q
+    JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
+    WHERE q.doc_id IN (SELECT doc_id FROM vec_hype)
+),
+hype_ranked AS (
+    SELECT doc_id, avg(similarity) AS score, max(similarity) AS best,
+           max(CASE WHEN nth = 1 THEN position END) AS position,
+           row_number() OVER (ORDER BY avg(similarity) DESC, doc_id) AS rank
+    FROM hype_scored
+    WHERE nth <= :hype_top
+    GROUP BY doc_id
+    ORDER BY rank
+    LIMIT :vec_limit
+),
+-- HyPE questions as text: BM25 over each document's questions.
+hype_fts_ranked AS (
+    SELECT doc_id, score, row_number() OVER (ORDER BY score DESC, doc_id) AS rank
+    FROM (
+        SELECT rowid AS doc_id, -bm25(questions_fts) AS score
+        FROM questions_fts
+        WHERE :fts_query IS NOT NULL AND questions_fts MATCH :fts_query
+          AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
+        ORDER BY bm25(questions_fts)
+        LIMIT :fts_limit
+    )
+),
+-- Documents dated inside a range the query names (ISO strings compare in
+-- date order; two index range scans, created and updated).
+date_hits AS (
+    SELECT d.id AS doc_id FROM json_each(:date_ranges) AS r
+    JOIN documents AS d ON d.updated >= json_extract(r.value, '$[0]')
+                       AND d.updated < json_extract(r.value, '$[1]')
+    WHERE :topic IS NULL OR d.topic = :topic
+    UNION
+    SELECT d.id FROM json_each(:date_ranges) AS r
+    JOIN documents AS d ON d.created >= json_extract(r.value, '$[0]')
+                       AND d.created < json_extract(r.value, '$[1]')
+    WHERE :topic IS NULL OR d.topic = :topic
+),
+date_ranked AS (
+    SELECT h.doc_id, 1.0 AS score,
+           row_number() OVER (ORDER BY coalesce(1.0 / (:k_rrf + f.rank), 0.0)
+                                       + coalesce(1.0 / (:k_rrf + v.rank), 0.0)
+                                       + coalesce(1.0 / (:k_rrf + y.rank), 0.0) DESC,
+                                       d.updated DESC, h.doc_id) AS rank
+    FROM date_hits AS h
+    JOIN documents AS d ON d.id = h.doc_id
+    LEFT JOIN fts_ranked AS f ON f.doc_id = h.doc_id
+    LEFT JOIN vec_ranked AS v ON v.doc_id = h.doc_id
+    LEFT JOIN hype_ranked AS y ON y.doc_id = h.doc_id
+    ORDER BY rank
+    LIMIT :date_limit
+),
+lists AS (
+    -- one row per (list, document); weight: fm's weight, hype's best question
+    -- similarity; vector_id: vec's best vector, hype's best question position
+    SELECT 'fm' AS list, doc_id, rank, score, weight, NULL AS vector_id, NULL AS kind
+        FROM fm_ranked
+    UNION ALL SELECT 'fts', doc_id, rank, score, 1.0, NULL, NULL FROM fts_ranked
+    UNION ALL SELECT 'vec', doc_id, rank, score, 1.0, vector_id, kind FROM vec_ranked
+    UNION ALL SELECT 'hype', doc_id, rank, score, best, position, 'hype' FROM hype_ranked
+    UNION ALL SELECT 'hype_fts', doc_id, rank, score, 1.0, NULL, NULL FROM hype_fts_ranked
+    UNION ALL SELECT 'date', doc_id, rank, score, 1.0, NULL, NULL FROM date_ranked
+),
+normed AS (
+    -- min-max normalised score per list (for 'convex'; a one-valued list is 1)
+    SELECT *, coalesce((score - min(score) OVER w)
+                       / nullif(max(score) OVER w - min(score) OVER w, 0), 1.0) AS norm
+    FROM lists
+    WINDOW w AS (PARTITION BY list)
+),
 fused AS (
     SELECT doc_id,
-           max(fm_rank) AS fm_rank, max(fm_norm) AS fm_norm, max(fm_weight) AS fm_weight,
-           max(fts_rank) AS fts_rank, max(fts_score) AS fts_score, max(fts_norm) AS fts_norm,
-           max(vec_rank) AS vec_rank, max(vec_score) AS vec_score, max(vec_norm) AS vec_norm,
-           max(vector_id) AS vector_id
-    FROM (
-        SELECT doc_id, rank AS fm_rank,
-               coalesce((score - min(score) OVER ()) / nullif(max(score) OVER () - min(score) OVER (), 0), 1.0) AS fm_norm,
-               weight AS fm_weight,
-               NULL AS fts_rank, NULL AS fts_score, NULL AS fts_norm,
-               NULL AS vec_rank, NULL AS vec_score, NULL AS vec_norm, NULL AS vector_id
-        FROM fm_ranked
-        UNION ALL
-        SELECT doc_id, NULL, NULL, NULL, rank, score,
-               coalesce((score - min(score) OVER ()) / nullif(max(score) OVER () - min(score) OVER (), 0), 1.0),
-               NULL, NULL, NULL, NULL
-        FROM fts_ranked
-        UNION ALL
-        SELECT doc_id, NULL, NULL, NULL, NULL, NULL, NULL, rank, score,
-               coalesce((score - min(score) OVER ()) / nullif(max(score) OVER () - min(score) OVER (), 0), 1.0),
-               vector_id
-        FROM vec_ranked
-    )
+           max(CASE list WHEN 'fm' THEN rank END) AS fm_rank,
+           max(CASE list WHEN 'fm' THEN weight END) AS fm_weight,
+           max(CASE list WHEN 'fm' THEN norm END) AS fm_norm,
+           max(CASE list WHEN 'fts' THEN rank END) AS fts_rank,
+           max(CASE list WHEN 'fts' THEN score END) AS fts_score,
+           max(CASE list WHEN 'fts' THEN norm END) AS fts_norm,
+           max(CASE list WHEN 'vec' THEN rank END) AS vec_rank,
+           max(CASE list WHEN 'vec' THEN score END) AS vec_score,
+           max(CASE list WHEN 'vec' THEN norm END) AS vec_norm,
+           max(CASE list WHEN 'vec' THEN vector_id END) AS vec_vector_id,
+           max(CASE list WHEN 'vec' THEN kind END) AS vec_kind,
+           max(CASE list WHEN 'hype' THEN rank END) AS hype_rank,
+           max(CASE list WHEN 'hype' THEN score END) AS hype_score,
+           max(CASE list WHEN 'hype' THEN weight END) AS hype_best,
+           max(CASE list WHEN 'hype' THEN norm END) AS hype_norm,
+           max(CASE list WHEN 'hype' THEN vector_id END) AS hype_position,
+           max(CASE list WHEN 'hype_fts' THEN rank END) AS hype_fts_rank,
+           max(CASE list WHEN 'hype_fts' THEN norm END) AS hype_fts_norm,
+           max(CASE list WHEN 'date' THEN rank END) AS date_rank
+    FROM normed
     GROUP BY doc_id
 ),
+-- The floor needs every hit's best similarity: hits found by neither vector
+-- list get it from all their stored vectors (only when a floor is set).
+floor_similarity AS (
+    SELECT v.doc_id, max(1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))) AS similarity
+    FROM vector_data AS v
+    WHERE :min_similarity IS NOT NULL AND :has_vector
+      AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_best IS NULL)
+    GROUP BY v.doc_id
+),
 scored AS (
-    SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body,
+    SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.created, d.updated, d.body,
+           max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
+               coalesce(s.similarity, -1.0)) AS similarity,
            coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
            coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
            coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
+           coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
+           coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
+           coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
            coalesce(:w_fm * f.fm_weight * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
-               + coalesce(:w_vec * f.vec_norm, 0.0) AS convex,
+               + coalesce(:w_vec * f.vec_norm, 0.0) + coalesce(:w_hype * f.hype_norm, 0.0)
+               + coalesce(:w_hype_fts * f.hype_fts_norm, 0.0)
+               + CASE WHEN f.date_rank IS NOT NULL THEN :w_date ELSE 0.0 END AS convex,
            CASE d.doc_type WHEN 'skill' THEN :boost_skill
                            WHEN 'journal' THEN :boost_journal
                            ELSE :boost_entry END AS boost,
            CASE WHEN d.doc_type = 'journal' AND julianday(d.updated) IS NOT NULL
                      AND :half_life_days IS NOT NULL
-                THEN exp(-ln(2.0) * max(julianday(:now) - julianday(d.updated), 0.0)
-                         / :half_life_days)
-                ELSE 1.0 END AS decay
-    FROM fused AS f JOIN documents AS d ON d.id = f.doc_id
+                THEN 1.0 - :recency_weight * (1.0 - exp(-ln(2.0)
+                         * max(julianday(:now) - julianday(d.updated), 0.0) / :half_life_days))
+                ELSE 1.0 END AS recency
+    FROM fused AS f
+    JOIN documents AS d ON d.id = f.doc_id
+    LEFT JOIN floor_similarity AS s ON s.doc_id = f.doc_id
+),
+kept AS (
+    SELECT *, evidence * recency AS relevance
+    FROM (SELECT *, (CASE :fusion WHEN 'convex' THEN convex
+                                  ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts
+                                       + rrf_date END)
+                        * boost AS evidence,
+                 max(similarity) OVER () AS best_similarity
+          FROM scored)
+    WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
+       OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
+           AND best_similarity >= :min_similarity)
+),
+latest AS (
+    -- eligible: dated, among the :latest_top best by evidence and close to
+    -- the best (recency left out: being new must not make an entry
+    -- relevant; the top few only, so the newest entries cannot push the
+    -- evidence out of the first results when all scores are close)
+    SELECT *, CASE WHEN :latest AND evidence > 0 AND coalesce(updated, created) IS NOT NULL
+                        AND evidence_rank <= :latest_top
+                        AND evidence >= :latest_ratio * max(evidence) OVER ()
+                   THEN 1 ELSE 0 END AS in_latest,
+           max(relevance) OVER () AS best
+    FROM (SELECT *, row_number() OVER (ORDER BY evidence DESC, doc_id) AS evidence_rank
+          FROM kept)
+),
+final AS (
+    SELECT *,
+           CASE WHEN in_latest = 1 THEN row_number() OVER (
+                    PARTITION BY in_latest ORDER BY coalesce(updated, created) DESC, doc_id)
+           END AS latest_rank,
+           sum(in_latest) OVER () AS n_latest
+    FROM latest
 )
 SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body,
-       (CASE :fusion WHEN 'convex' THEN s.convex ELSE s.rrf_fm + s.rrf_fts + s.rrf_vec END)
-           * s.boost * s.decay AS score,
-       s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.fts_score, s.vec_score,
-       s.rrf_fm, s.rrf_fts, s.rrf_vec, s.convex, s.boost, s.decay,
-       CASE WHEN s.vector_id % 32 = 0 THEN 'doc' ELSE 'hype' END AS matched_kind,
+       CASE WHEN s.in_latest = 1 THEN s.best * (2.0 - (s.latest_rank - 1.0) / s.n_latest)
+            ELSE s.relevance END AS score,
+       s.relevance, s.similarity,
+       s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
+       s.date_rank, s.fts_score, s.vec_score, s.hype_score,
+       s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
+       s.boost, s.recency,
+       s.latest_rank,
+       s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question
-FROM scored AS s
-LEFT JOIN hype_questions AS q
-       ON q.doc_id = s.doc_id AND q.position = s.vector_id % 32
-WHERE :min_similarity IS NULL OR s.fm_rank IS NOT NULL OR s.vec_score >= :min_similarity
+FROM final AS s
+LEFT JOIN document_chunks AS c ON c.vector_id = s.vec_vector_id
+LEFT JOIN hype_questions AS q ON q.doc_id = s.doc_id AND q.position = s.hype_position
 ORDER BY score DESC, s.doc_id
 LIMIT :limit;

@@ -2,9 +2,17 @@
 KNN prefilter) and float32 copies in the plain table ``vector_data`` (exact
 rescoring, exports, rebuilding vec0 without re-embedding).
 
-vector_id = doc_id * SLOTS + slot: slot 0 is the document vector, slots
-1..MAX_QUESTIONS its HyPE questions (hype_questions.position). This encoding
-lives here and in search.sql only.
+Each vector has a *slot* within its document: 0 is the document vector,
+1..MAX_QUESTIONS its HyPE questions (hype_questions.position), and
+CHUNK_SLOT + n its chunk n (document_chunks.position; long documents only).
+vector_id encodes (doc_id, slot) in two ranges, so the ids of files made
+before chunks existed stay valid:
+
+    doc and questions:  vector_id = doc_id * SLOTS + slot                (< CHUNK_BASE)
+    chunk n:            vector_id = CHUNK_BASE + doc_id * MAX_CHUNKS + n
+
+This encoding lives here only: search.sql reads the kind from vec0's
+partition key and joins hype_questions / document_chunks by vector_id.
 """
 
 from __future__ import annotations
@@ -13,15 +21,38 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ...chunks import MAX_CHUNKS
 from .connection import Connection
 
 TABLE = "vectors"
 SLOTS = 32
 MAX_QUESTIONS = SLOTS - 1
+CHUNK_SLOT = SLOTS            # slot of chunk 0
+CHUNK_BASE = 1 << 50          # above every doc/question id (doc ids < 2**45)
+MAX_DOC_ID = CHUNK_BASE // SLOTS - 1
 STAGING = "vector_data_next"   # a rebuild in progress (reembed): see stage/swap
 # Shadow tables vec0 keeps for a table named `vectors` (left behind if the
 # virtual table itself was removed by hand, they block re-creating it).
 _SHADOW = re.compile(r"^vectors_(chunks|rowids|info|vector_chunks\d+|metadata\w*|auxiliary)$")
+
+
+def vector_id(doc_id: int, slot: int) -> int:
+    if slot < CHUNK_SLOT:
+        return doc_id * SLOTS + slot
+    return CHUNK_BASE + doc_id * MAX_CHUNKS + (slot - CHUNK_SLOT)
+
+
+def owner(vid: int) -> tuple[int, int]:
+    """(doc_id, slot) of a vector id."""
+    if vid >= CHUNK_BASE:
+        doc_id, n = divmod(vid - CHUNK_BASE, MAX_CHUNKS)
+        return doc_id, CHUNK_SLOT + n
+    return divmod(vid, SLOTS)
+
+
+def kind_of(slot: int) -> str:
+    """vec0's partition key for a slot."""
+    return "doc" if slot == 0 else "hype" if slot < CHUNK_SLOT else "chunk"
 
 
 def blob(vector: Any) -> bytes:
@@ -51,8 +82,8 @@ def create_table(conn: Connection, dim: int) -> None:
     """(Re)create the empty vec0 table for ``dim``-dimensional vectors.
 
     vec0 holds each vector's sign bits for the KNN prefilter. ``kind``
-    ('doc' | 'hype') is a partition key, so the document KNN scans only
-    document vectors and one document's many HyPE vectors cannot crowd
+    ('doc' | 'hype' | 'chunk') is a partition key, so each KNN scans one
+    kind and one document's many HyPE or chunk vectors cannot crowd
     others out; topic and doc_type are metadata columns so a topic filter
     runs inside the KNN. chunk_size=4096 (the maximum): fewer per-chunk
     top-k merges per KNN (measured ~1.6x faster at k >= 200 over 700k
@@ -79,13 +110,13 @@ def create_table(conn: Connection, dim: int) -> None:
 def insert(conn: Connection, doc_id: int, slot: int, topic: str, doc_type: str,
            vector_blob: bytes) -> None:
     """Write one vector (vec0 sign bits + float32 copy) into an EMPTY slot."""
-    vector_id = doc_id * SLOTS + slot
+    vid = vector_id(doc_id, slot)
     conn.execute(
         f"INSERT INTO {TABLE} (vector_id, kind, embedding_bits, doc_id, topic, doc_type)"
         " VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
-        (vector_id, "doc" if slot == 0 else "hype", vector_blob, doc_id, topic, doc_type))
+        (vid, kind_of(slot), vector_blob, doc_id, topic, doc_type))
     conn.execute("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding) "
-                 "VALUES (?, ?, ?)", (vector_id, doc_id, vector_blob))
+                 "VALUES (?, ?, ?)", (vid, doc_id, vector_blob))
 
 
 def delete_slots(conn: Connection, doc_id: int, slots: Iterable[int]) -> None:
@@ -93,32 +124,54 @@ def delete_slots(conn: Connection, doc_id: int, slots: Iterable[int]) -> None:
     OR REPLACE (sqlite-vec #127): a slot is deleted, then inserted. Deleting
     an id vec0 does not hold is cheap (~9 us), so a slot is freed whether or
     not vector_data lists it (they can disagree after damage)."""
-    ids = [(doc_id * SLOTS + s,) for s in slots]
+    ids = [(vector_id(doc_id, s),) for s in slots]
     conn.executemany(f"DELETE FROM {TABLE} WHERE vector_id = ?", ids)
     conn.executemany("DELETE FROM vector_data WHERE vector_id = ?", ids)
 
 
 def used_slots(conn: Connection, doc_id: int) -> list[int]:
-    return [int(r[0]) - doc_id * SLOTS for r in conn.execute(
+    """Slots vector_data holds for a document (doc, question and chunk)."""
+    return [owner(int(r[0]))[1] for r in conn.execute(
         "SELECT vector_id FROM vector_data WHERE doc_id = ?", (doc_id,))]
 
 
+def chunk_slots(conn: Connection, doc_id: int) -> list[int]:
+    """Chunk slots a document has, by document_chunks or vector_data."""
+    listed = {CHUNK_SLOT + int(r[0]) for r in conn.execute(
+        "SELECT position FROM document_chunks WHERE doc_id = ?", (doc_id,))}
+    return sorted(listed | {s for s in used_slots(conn, doc_id) if s >= CHUNK_SLOT})
+
+
 def delete_document(conn: Connection, doc_id: int, question_slots: int) -> None:
-    """Every vector of a document: the slots vector_data lists, plus the
-    document and question slots in case vec0 holds rows vector_data lost."""
-    slots = set(used_slots(conn, doc_id)) | set(range(question_slots + 1))
+    """Every vector of a document: the slots vector_data or document_chunks
+    list, plus the document and question slots in case vec0 holds rows
+    vector_data lost."""
+    slots = set(used_slots(conn, doc_id)) | set(range(question_slots + 1)) \
+        | set(chunk_slots(conn, doc_id))
     delete_slots(conn, doc_id, sorted(slots))
+
+
+def replace_chunks(conn: Connection, doc_id: int, topic: str, doc_type: str,
+                   spans: Sequence[tuple[int, int]], vector_blobs: Sequence[bytes]) -> None:
+    """A document's chunk rows and vectors, replaced (none: removed)."""
+    delete_slots(conn, doc_id, chunk_slots(conn, doc_id))
+    conn.execute("DELETE FROM document_chunks WHERE doc_id = ?", (doc_id,))
+    for n, (span, vector_blob) in enumerate(zip(spans, vector_blobs, strict=True)):
+        conn.execute("INSERT INTO document_chunks (doc_id, position, vector_id, start_char, "
+                     "end_char) VALUES (?, ?, ?, ?, ?)",
+                     (doc_id, n, vector_id(doc_id, CHUNK_SLOT + n), span[0], span[1]))
+        insert(conn, doc_id, CHUNK_SLOT + n, topic, doc_type, vector_blob)
 
 
 def retag(conn: Connection, doc_id: int, topic: str, doc_type: str) -> None:
     """vec0 metadata follows a document that moved topic or type."""
-    ids = [(topic, doc_type, doc_id * SLOTS + s) for s in used_slots(conn, doc_id)]
+    ids = [(topic, doc_type, vector_id(doc_id, s)) for s in used_slots(conn, doc_id)]
     conn.executemany(f"UPDATE {TABLE} SET topic = ?, doc_type = ? WHERE vector_id = ?", ids)
 
 
 def float_vector(conn: Connection, doc_id: int, slot: int) -> bytes | None:
     row = conn.execute("SELECT embedding FROM vector_data WHERE vector_id = ?",
-                       (doc_id * SLOTS + slot,)).fetchone()
+                       (vector_id(doc_id, slot),)).fetchone()
     return None if row is None else bytes(row[0])
 
 
@@ -132,7 +185,7 @@ def refill_from_floats(conn: Connection) -> int:
     conn.executemany(
         f"INSERT INTO {TABLE} (vector_id, kind, embedding_bits, doc_id, topic, doc_type) "
         "VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
-        [(vid, "doc" if vid % SLOTS == 0 else "hype", emb, did, topic, dtype)
+        [(vid, kind_of(owner(vid)[1]), emb, did, topic, dtype)
          for vid, did, emb, topic, dtype in rows])
     return len(rows)
 
@@ -144,9 +197,14 @@ def refill_from_floats(conn: Connection) -> int:
 
 
 def stage_create(conn: Connection, fingerprint_id: str) -> None:
+    columns = {r[1] for r in conn.execute(f"PRAGMA table_info({STAGING})")}
+    if columns and "start_char" not in columns:  # staged by a kbstore without chunks
+        conn.execute(f"DROP TABLE {STAGING}")
+    # start_char/end_char: a chunk's span of the body (NULL for other slots).
     conn.execute(f"CREATE TABLE IF NOT EXISTS {STAGING} ("
                  "vector_id INTEGER PRIMARY KEY, doc_id INTEGER NOT NULL, "
-                 "made_from TEXT NOT NULL, model TEXT NOT NULL, embedding BLOB NOT NULL)")
+                 "made_from TEXT NOT NULL, model TEXT NOT NULL, embedding BLOB NOT NULL, "
+                 "start_char INTEGER, end_char INTEGER)")
     conn.execute(f"DELETE FROM {STAGING} WHERE model <> ?", (fingerprint_id,))
 
 
@@ -156,10 +214,11 @@ def stage_exists(conn: Connection) -> bool:
 
 
 def stage_write(conn: Connection, doc_id: int, slot: int, made_from: str, model: str,
-                vector_blob: bytes) -> None:
+                vector_blob: bytes, span: tuple[int, int] | None = None) -> None:
     conn.execute(f"INSERT OR REPLACE INTO {STAGING} (vector_id, doc_id, made_from, model, "
-                 "embedding) VALUES (?, ?, ?, ?, ?)",
-                 (doc_id * SLOTS + slot, doc_id, made_from, model, vector_blob))
+                 "embedding, start_char, end_char) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 (vector_id(doc_id, slot), doc_id, made_from, model, vector_blob,
+                  span[0] if span else None, span[1] if span else None))
 
 
 def stage_clear_document(conn: Connection, doc_id: int) -> None:
@@ -171,20 +230,33 @@ def staged(conn: Connection) -> dict[int, dict[int, str]]:
     out: dict[int, dict[int, str]] = {}
     for vid, doc_id, made_from in conn.execute(
             f"SELECT vector_id, doc_id, made_from FROM {STAGING}"):
-        out.setdefault(int(doc_id), {})[int(vid) - int(doc_id) * SLOTS] = made_from
+        out.setdefault(int(doc_id), {})[owner(int(vid))[1]] = made_from
     return out
 
 
-def stage_swap(conn: Connection, dim: int) -> int:
+def stage_swap(conn: Connection, dim: int) -> dict[int, str]:
     """Inside the caller's transaction: the staged vectors become THE vectors
-    (vec0 recreated for ``dim``). Returns the vectors written."""
+    (vec0 recreated for ``dim``) and the staged chunks THE chunks. Returns
+    doc_id -> chunks hash of the documents that have chunks now."""
     create_table(conn, dim)
     conn.execute("DELETE FROM vector_data")
     conn.execute(f"INSERT INTO vector_data (vector_id, doc_id, embedding) "
                  f"SELECT s.vector_id, s.doc_id, s.embedding FROM {STAGING} s "
                  "JOIN documents d ON d.id = s.doc_id")
+    conn.execute("DELETE FROM document_chunks")
+    chunked: dict[int, str] = {}
+    for vid, doc_id, made_from, start, end in conn.execute(
+            f"SELECT s.vector_id, s.doc_id, s.made_from, s.start_char, s.end_char "
+            f"FROM {STAGING} s JOIN documents d ON d.id = s.doc_id "
+            f"WHERE s.vector_id >= ?", (CHUNK_BASE,)).fetchall():
+        slot = owner(int(vid))[1]
+        conn.execute("INSERT INTO document_chunks (doc_id, position, vector_id, start_char, "
+                     "end_char) VALUES (?, ?, ?, ?, ?)",
+                     (doc_id, slot - CHUNK_SLOT, vid, start, end))
+        chunked[int(doc_id)] = made_from
     conn.execute(f"DROP TABLE {STAGING}")
-    return refill_from_floats(conn)
+    refill_from_floats(conn)
+    return chunked
 
 
 def stage_drop(conn: Connection) -> None:
@@ -194,7 +266,7 @@ def stage_drop(conn: Connection) -> None:
 def doc_ids_with_vectors(conn: Connection, ids: Sequence[int]) -> set[int]:
     return {int(r[0]) for r in conn.execute(
         "SELECT doc_id FROM vector_data WHERE vector_id IN (SELECT value * ? FROM json_each(?))",
-        (SLOTS, _json(ids)))}
+        (SLOTS, _json(ids)))}  # slot 0: doc_id * SLOTS
 
 
 def _json(values: Sequence[Any]) -> str:
