@@ -17,11 +17,19 @@ from functools import lru_cache
 from typing import Any
 
 from ...migrations import steps  # package-dir mapped
-from ...model import DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS, PENDING, Check, Document
+from ...model import (
+    CHUNK_VECTORS,
+    DOC_VECTOR,
+    HYPE_QUESTIONS,
+    HYPE_VECTORS,
+    PENDING,
+    Check,
+    Document,
+)
 from ...redact import redact
 from .connection import rebuild_holders, snapshot, write_transaction
 from .rebuild import check_dim
-from .write import STAGING, staging_exists
+from .write import CHUNK_SLOT, STAGING, staging_exists
 
 SAMPLE = 5
 _OBJECT = re.compile(r"^CREATE (TABLE|INDEX|TRIGGER|FUNCTION) (\w+)", re.MULTILINE)
@@ -31,7 +39,8 @@ _STATEMENT = {"index": r"^CREATE INDEX {name} [^;]*;", "trigger": r"^CREATE TRIG
               "function": r"^CREATE FUNCTION {name}\(.*?\$\$;"}
 # The HNSW indexes are made by set_vector_dimension() (migration 0001) once the
 # dimension is known; the same definitions, for re-creating a dropped one.
-HNSW = {"vectors_doc_hnsw": "slot = 0", "vectors_hype_hnsw": "slot > 0"}
+HNSW = {"vectors_doc_hnsw": "slot = 0", "vectors_hype_hnsw": "slot BETWEEN 1 AND 31",
+        "vectors_chunk_hnsw": "slot >= 32"}
 _POSTINGS_WANT = """
     SELECT x.lexeme COLLATE "C" AS term, d.id AS doc_id,
            cardinality(array_positions(x.weights, 'A')) AS tf_title,
@@ -58,9 +67,10 @@ def expected_objects() -> dict[str, str]:
 
 
 def _statement(kind: str, name: str) -> str | None:
-    match = re.search(_STATEMENT[kind].format(name=re.escape(name)), migration_text(),
-                      re.MULTILINE | re.DOTALL)
-    return match.group(0) if match else None
+    # the last definition: a later migration may replace a function
+    found = re.findall(_STATEMENT[kind].format(name=re.escape(name)), migration_text(),
+                       re.MULTILINE | re.DOTALL)
+    return found[-1] if found else None
 
 
 def _present(conn: Any, schema: str) -> dict[str, str]:
@@ -229,8 +239,13 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
     if not vectors_ok:
         return checks
     slots = {(int(r[0]), int(r[1])) for r in conn.execute("SELECT doc_id, slot FROM vectors")}
-    add("orphan_vectors", {d for d, s in slots if d not in ids or (s and (d, s) not in questions)},
-        "vectors of deleted documents or questions")
+    # chunk n has vector slot CHUNK_SLOT + n
+    chunks = {(int(r[0]), CHUNK_SLOT + int(r[1])) for r in
+              conn.execute("SELECT doc_id, position FROM document_chunks")}
+    add("orphan_vectors", {d for d, s in slots if d not in ids
+                           or (0 < s < CHUNK_SLOT and (d, s) not in questions)
+                           or (s >= CHUNK_SLOT and (d, s) not in chunks)},
+        "vectors of deleted documents, questions or chunks")
     add("documents_missing_vectors", {d for d in ids if (d, 0) not in slots},
         "documents without their document vector")
     add("questions_missing_vectors", {d for d, pos in questions if d in ids
@@ -362,7 +377,8 @@ def _repair_vector_table(conn: Any, schema: str) -> list[str]:
                 made.append(name)
         return [f"re-created {', '.join(made)}"] if made else []
     conn.execute("SELECT set_vector_dimension(%s)", (dim,))
-    conn.execute("DELETE FROM derived WHERE kind IN (%s, %s)", (DOC_VECTOR, HYPE_VECTORS))
+    conn.execute("DELETE FROM derived WHERE kind IN (%s, %s, %s)",
+                 (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS))
     return [f"reshaped the vector column to {dim} dimensions; every document will be "
             "re-embedded"]
 
@@ -371,9 +387,11 @@ def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
     actions = []
     if "orphan_vectors" in bad:
         n = conn.execute("DELETE FROM vectors AS v WHERE NOT EXISTS (SELECT 1 FROM documents "
-                         "AS d WHERE d.id = v.doc_id) OR (v.slot > 0 AND NOT EXISTS (SELECT 1 "
-                         "FROM hype_questions AS q WHERE q.doc_id = v.doc_id AND "
-                         "q.position = v.slot))").rowcount
+                         "AS d WHERE d.id = v.doc_id) OR (v.slot BETWEEN 1 AND 31 AND NOT "
+                         "EXISTS (SELECT 1 FROM hype_questions AS q WHERE q.doc_id = v.doc_id "
+                         "AND q.position = v.slot)) OR (v.slot >= 32 AND NOT EXISTS (SELECT 1 "
+                         "FROM document_chunks AS c WHERE c.doc_id = v.doc_id AND "
+                         "c.position = v.slot - 32))").rowcount
         actions.append(f"deleted {n} orphan vector row(s)")
     for check, table in (("orphan_questions", "hype_questions"), ("orphan_derived", "derived")):
         if check in bad:  # table names are constants
@@ -385,7 +403,8 @@ def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
             "SELECT d.id, d.title, d.body, h.content_hash FROM documents AS d JOIN derived "
             "AS h ON h.doc_id = d.id AND h.kind = %s", (HYPE_QUESTIONS,)).fetchall()
             if Document(path="", title=title, body=body).hype_hash() != chash]
-        conn.execute("DELETE FROM vectors WHERE slot > 0 AND doc_id = ANY(%s)", (stale,))
+        conn.execute("DELETE FROM vectors WHERE slot BETWEEN 1 AND 31 AND doc_id = ANY(%s)",
+                     (stale,))
         conn.execute("DELETE FROM hype_questions WHERE doc_id = ANY(%s)", (stale,))
         conn.execute("DELETE FROM derived WHERE doc_id = ANY(%s) AND kind IN (%s, %s)",
                      (stale, HYPE_QUESTIONS, HYPE_VECTORS))
@@ -406,4 +425,8 @@ def _forget_bad_vectors(conn: Any, bad: set[str]) -> list[str]:
                       "hype_questions AS q WHERE q.doc_id = x.doc_id AND NOT EXISTS (SELECT 1 "
                       "FROM vectors AS v WHERE v.doc_id = q.doc_id AND v.slot = q.position))",
                       (HYPE_VECTORS,)).rowcount
+    n += conn.execute("DELETE FROM derived AS x WHERE x.kind = %s AND EXISTS (SELECT 1 FROM "
+                      "document_chunks AS c WHERE c.doc_id = x.doc_id AND NOT EXISTS (SELECT 1 "
+                      "FROM vectors AS v WHERE v.doc_id = c.doc_id AND v.slot = c.position + %s))",
+                      (CHUNK_VECTORS, CHUNK_SLOT)).rowcount
     return [f"marked {n} document(s) for re-embedding"]
