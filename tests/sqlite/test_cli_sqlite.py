@@ -106,7 +106,7 @@ def test_an_empty_file_is_not_yet_a_store_for_read_commands(run_cli, tmp_path: P
     assert run_cli("init", "--db", path, "--embedder", "fake").exit_code == 0  # it may become one
 
 
-def test_migrate_lists_then_applies_the_v2_and_v3_steps_to_a_v1_file(run_cli, legacy_v1: Path) -> None:  # type: ignore[no-untyped-def]
+def test_migrate_applies_the_v2_and_v3_steps_to_a_v1_file(run_cli, legacy_v1: Path) -> None:  # type: ignore[no-untyped-def]
     before = file_state(legacy_v1)
     listed = run_cli("migrate", "--db", legacy_v1, "--list")
     assert listed.exit_code == 0
