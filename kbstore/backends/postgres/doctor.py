@@ -54,6 +54,13 @@ _TITLES_WANT = """
            (sum(cardinality(x.positions)) OVER (PARTITION BY d.id))::integer AS title_len
     FROM documents AS d, unnest(title_vector(d.title)) AS x"""
 
+# A document's questions as one text (question_postings, migration 0003).
+_QUESTIONS_WANT = """
+    SELECT x.lexeme COLLATE "C" AS term, g.doc_id, cardinality(x.positions) AS tf,
+           (sum(cardinality(x.positions)) OVER (PARTITION BY g.doc_id))::integer AS q_len
+    FROM (SELECT DISTINCT doc_id FROM hype_questions) AS g,
+         unnest(questions_vector(g.doc_id)) AS x"""
+
 
 @lru_cache(maxsize=1)
 def migration_text() -> str:
@@ -185,19 +192,27 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
         | _ids(conn, f"SELECT doc_id FROM (({_TITLES_WANT}) EXCEPT SELECT term, doc_id, tf, "
                      "title_len FROM title_postings) AS a UNION SELECT doc_id FROM (SELECT "
                      f"term, doc_id, tf, title_len FROM title_postings EXCEPT ({_TITLES_WANT}))"
-                     " AS b"),
-        "documents whose BM25 postings disagree with their text (or postings of deleted "
-        "documents)")
+                     " AS b")
+        | _ids(conn, f"SELECT doc_id FROM (({_QUESTIONS_WANT}) EXCEPT SELECT term, doc_id, tf, "
+                     "q_len FROM question_postings) AS a UNION SELECT doc_id FROM (SELECT "
+                     f"term, doc_id, tf, q_len FROM question_postings EXCEPT "
+                     f"({_QUESTIONS_WANT})) AS b"),
+        "documents whose BM25 postings disagree with their text or HyPE questions (or "
+        "postings of deleted documents)")
     totals = conn.execute(
         "SELECT (SELECT coalesce(sum(docs), 0) FROM fts_totals), (SELECT count(*) FROM "
         "documents), (SELECT coalesce(sum(tokens), 0) FROM fts_totals), (SELECT coalesce("
         "sum(doc_len), 0) FROM (SELECT DISTINCT doc_id, doc_len FROM fts_postings) AS p), "
         "(SELECT coalesce(sum(title_tokens), 0) FROM fts_totals), (SELECT coalesce("
-        "sum(title_len), 0) FROM (SELECT DISTINCT doc_id, title_len FROM title_postings) AS t)"
+        "sum(title_len), 0) FROM (SELECT DISTINCT doc_id, title_len FROM title_postings) AS t), "
+        "(SELECT coalesce(sum(docs), 0) FROM question_totals), (SELECT count(DISTINCT doc_id) "
+        "FROM question_postings), (SELECT coalesce(sum(tokens), 0) FROM question_totals), "
+        "(SELECT coalesce(sum(q_len), 0) FROM (SELECT DISTINCT doc_id, q_len FROM "
+        "question_postings) AS q)"
     ).fetchone()
-    off = [label for label, (a, b) in zip(("documents", "tokens", "title tokens"),
-                                          (totals[0:2], totals[2:4], totals[4:6]), strict=True)
-           if int(a) != int(b)]
+    labels = ("documents", "tokens", "title tokens", "question documents", "question tokens")
+    off = [label for n, label in enumerate(labels)
+           if int(totals[2 * n]) != int(totals[2 * n + 1])]
     checks.append(Check("fts_totals", len(off), f"BM25 totals disagree with the postings: "
                         f"{', '.join(off)}" if off else "", sample=off))
     want_tags = {(t.strip().lower(), d) for d, doc in docs.items() for t in doc.tags
@@ -232,7 +247,7 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
         "HyPE questions written for older content (--fix drops them; `kbstore hype` asks "
         "again)")
     if fp is not None:
-        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS)
+        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS)
                                      for d, (_, m, _) in by_kind.get(kind, {}).items()
                                      if d in ids and m != fp},
             f"vectors made by another embedder than the stored {fp}")
@@ -251,6 +266,8 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
     add("questions_missing_vectors", {d for d, pos in questions if d in ids
                                       and (d, pos) not in slots},
         "documents whose HyPE questions lack vectors")
+    add("chunks_missing_vectors", {d for d, slot in chunks if d in ids and (d, slot) not in slots},
+        "long documents whose chunks lack vectors")
     add("invalid_vectors", _ids(conn, "SELECT DISTINCT doc_id FROM vectors WHERE "
                                       "vector_dims(embedding) <> %s OR vector_norm(embedding) = 0",
                                 dim),
@@ -313,7 +330,11 @@ def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> l
             conn.execute("DELETE FROM fts_totals")
             conn.execute("SELECT fts_index(array_agg(id ORDER BY id), array_agg(fts ORDER BY id), "
                          "array_agg(title ORDER BY id), 1) FROM documents")
-            actions.append("rebuilt the BM25 postings and totals from the documents")
+            conn.execute("DELETE FROM question_postings")
+            conn.execute("DELETE FROM question_totals")
+            conn.execute("SELECT questions_index(array_agg(DISTINCT doc_id)) FROM hype_questions")
+            actions.append("rebuilt the BM25 postings and totals from the documents and "
+                           "questions")
         if "tag_rows" in bad:
             conn.execute("DELETE FROM document_tags")
             conn.execute("INSERT INTO document_tags (tag, doc_id) SELECT DISTINCT "
@@ -413,7 +434,8 @@ def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
 
 
 def _forget_bad_vectors(conn: Any, bad: set[str]) -> list[str]:
-    if not bad & {"documents_missing_vectors", "questions_missing_vectors", "invalid_vectors"}:
+    if not bad & {"documents_missing_vectors", "questions_missing_vectors",
+                  "chunks_missing_vectors", "invalid_vectors"}:
         return []
     stored = _meta(conn, "embedder") or {}
     conn.execute("DELETE FROM vectors WHERE vector_dims(embedding) <> %s "
