@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from .store import KnowledgeStore
 
 # Problems the write path fixes by (re-)embedding.
-_REEMBED = {"documents_missing_vectors", "questions_missing_vectors", "stale_vectors",
-            "documents_missing_hash_row", "fingerprint_mismatch", "invalid_vectors",
-            "vector_table"}
+_REEMBED = {"documents_missing_vectors", "questions_missing_vectors", "chunks_missing_vectors",
+            "stale_vectors", "documents_missing_hash_row", "fingerprint_mismatch",
+            "invalid_vectors", "vector_table"}
 
 
 def diagnose(store: KnowledgeStore) -> DoctorReport:

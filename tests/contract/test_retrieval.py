@@ -6,7 +6,6 @@ floor."""
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 
@@ -27,8 +26,8 @@ def _ago(days: int) -> str:
 
 
 @pytest.fixture
-def kb(tmp_path: Path):
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(256), hype=False) as store:
+def kb(location: str):
+    with KnowledgeStore.open(location, FakeEmbedder(256), hype=False) as store:
         yield store
 
 
@@ -87,8 +86,8 @@ def test_unchanged_long_document_is_not_re_embedded(kb: KnowledgeStore) -> None:
     assert kb.embedder.calls == calls
 
 
-def test_reembed_rechunks_for_the_new_window(tmp_path: Path) -> None:
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(256), hype=False) as kb:
+def test_reembed_rechunks_for_the_new_window(location: str) -> None:
+    with KnowledgeStore.open(location, FakeEmbedder(256), hype=False) as kb:
         _long_doc(kb)
         before = kb.status()["chunk_vectors"]
         kb.reembed(FakeEmbedder(128, max_tokens=1024))  # a long-window model: no chunks
@@ -106,11 +105,11 @@ def test_reembed_rechunks_for_the_new_window(tmp_path: Path) -> None:
 # -- HyPE as its own list -----------------------------------------------------------------
 
 
-def test_hype_list_ranks_a_question_match(tmp_path: Path, fake_llm) -> None:
+def test_hype_list_ranks_a_question_match(location: str, fake_llm) -> None:
     fake_llm.answer = lambda prompt: (
         "How do I revive a sluggish sourdough starter?\nWhat flour feeds a starter?"
         if "Levain" in prompt else "What is this about?")
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(256), hype=True) as kb:
+    with KnowledgeStore.open(location, FakeEmbedder(256), hype=True) as kb:
         kb.upsert("domains/levain.md", title="Levain", body="feed twice daily with rye")
         for i in range(4):
             kb.upsert(f"domains/n{i}.md", title=f"Note {i}", body=filler(20, str(i)))
@@ -272,8 +271,8 @@ def test_a_tag_that_is_a_common_query_word_does_not_dominate(kb: KnowledgeStore)
 # -- the confidence floor ------------------------------------------------------------------
 
 
-def test_default_floor_is_stored_per_database_and_drops_nonsense(tmp_path: Path) -> None:
-    path = tmp_path / "kb.sqlite"
+def test_default_floor_is_stored_per_database_and_drops_nonsense(location: str) -> None:
+    path = location
     # 256 dimensions: in 64, the hashed nonsense words happen to collide with
     # "kiln" (cosine 0.47)
     with KnowledgeStore.open(path, FakeEmbedder(256, min_similarity=0.3), hype=False) as kb:
@@ -298,8 +297,8 @@ def test_shipped_embedders_declare_a_window_and_a_floor() -> None:
         assert 0.0 < cls.min_similarity < 1.0
 
 
-def test_a_file_from_before_the_floor_gets_the_embedders_floor(tmp_path: Path) -> None:
-    path = tmp_path / "kb.sqlite"
+def test_a_file_from_before_the_floor_gets_the_embedders_floor(location: str) -> None:
+    path = location
     with KnowledgeStore.open(path, FakeEmbedder(64, min_similarity=0.3), hype=False) as kb:
         kb.upsert("domains/a.md", title="A", body="alpha beta")
         # what the first release stored: every default, the floor off

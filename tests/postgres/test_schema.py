@@ -260,7 +260,7 @@ QUERIES = ["alpha beta", "gamma", "kappa sigma omega", "zeta zeta theta", "lambd
                                       {"min_similarity": 0.2}, {"topic": "journal"}])
 def test_the_statement_ranks_like_the_sqlite_statement(both_backends, settings) -> None:
     """Same documents, same vectors, tokens both engines stem alike: every
-    retriever's rank and raw score, the boosts, the decay and the final order
+    retriever's rank and raw score, the boosts, the recency and the final order
     agree with the SQLite statement (BM25 to 1e-9)."""
     store, conn, embedder = both_backends
     for text in QUERIES:
@@ -277,7 +277,9 @@ def test_the_statement_ranks_like_the_sqlite_statement(both_backends, settings) 
                 assert (ours is None) == (theirs is None)
                 if ours is not None:
                     assert ours == pytest.approx(theirs, rel=1e-9, abs=tol)
-            assert (row["boost"], row["decay"]) == pytest.approx((ex["boost"], ex["decay"]))
+            assert (row["hype_rank"], row["hype_fts_rank"], row["date_rank"]) \
+                == (ex["ranks"]["hype"], ex["ranks"]["hype_fts"], ex["ranks"]["date"])
+            assert (row["boost"], row["recency"]) == pytest.approx((ex["boost"], ex["recency"]))
             assert row["score"] == pytest.approx(hit.score, rel=1e-6)
 
 

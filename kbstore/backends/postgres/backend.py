@@ -21,6 +21,7 @@ from ...errors import (
     SchemaOutdatedError,
 )
 from ...model import (
+    CHUNK_VECTORS,
     DOC_VECTOR,
     HYPE_QUESTIONS,
     HYPE_VECTORS,
@@ -29,6 +30,7 @@ from ...model import (
     Applied,
     Change,
     Check,
+    Chunks,
     Document,
     Hit,
     SearchRequest,
@@ -184,17 +186,23 @@ class PostgresBackend:
             answer = decided()  # again, under the lock
             if answer is not None:
                 return answer
+            stored = self.fingerprint()
             self._set_meta("embedder", fingerprint)
-            if self.get_meta("fusion") is None:
+            fusion = self.get_meta("fusion")
+            if not isinstance(fusion, dict):
                 self._set_meta("fusion", defaults)
+            elif stored is not None and "min_similarity" in defaults:
+                # another embedder on an empty knowledge base: its own confidence floor
+                self._set_meta("fusion", {**fusion, "min_similarity": defaults["min_similarity"]})
             self._reshape(dim)
             self.conn.execute(f"DROP TABLE IF EXISTS {_write.STAGING}")
         return fingerprint
 
     def _reshape(self, dim: int) -> None:
         self.conn.execute("SELECT set_vector_dimension(%s)", (dim,))
-        self.conn.execute("DELETE FROM derived WHERE kind IN (%s, %s)",
-                          (DOC_VECTOR, HYPE_VECTORS))
+        # set_vector_dimension also empties document_chunks
+        self.conn.execute("DELETE FROM derived WHERE kind IN (%s, %s, %s)",
+                          (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS))
 
     def restamp(self, fingerprint: dict[str, Any]) -> None:
         self._writable()
@@ -246,7 +254,8 @@ class PostgresBackend:
                 "(SELECT count(*) FROM hype_questions), "
                 "(SELECT count(*) FROM documents AS d WHERE NOT EXISTS (SELECT 1 FROM derived "
                 "  AS h WHERE h.doc_id = d.id AND h.kind = %(hq)s AND h.status = %(ok)s)), "
-                "(SELECT count(*) FROM derived WHERE kind = %(hq)s AND status = %(pending)s)",
+                "(SELECT count(*) FROM derived WHERE kind = %(hq)s AND status = %(pending)s), "
+                "(SELECT count(*) FROM document_chunks)",
                 {"dv": DOC_VECTOR, "hq": HYPE_QUESTIONS, "ok": OK, "pending": PENDING}
             ).fetchone()
             rebuilding = _write.staging_exists(conn, self.schema)
@@ -262,6 +271,7 @@ class PostgresBackend:
             "documents": int(counts[0]),
             "vectors": int(counts[1]),
             "doc_vectors": int(counts[2]),
+            "chunk_vectors": int(counts[6]),
             "hype_questions": int(counts[3]),
             "hype_pending": int(counts[4]),
             "hype_failed": int(counts[5]),
@@ -306,7 +316,7 @@ class PostgresBackend:
         self._writable()
         return _rebuild.begin(self.conn, self.schema, fingerprint_id)
 
-    def rebuild_stage(self, items: Sequence[tuple[Stored, str, Any, list[Any]]],
+    def rebuild_stage(self, items: Sequence[tuple[Stored, str, Any, list[Any], Chunks | None]],
                       fingerprint_id: str) -> int:
         self._writable()
         return _rebuild.stage(self.conn, self.schema, items, fingerprint_id)

@@ -17,11 +17,19 @@ from functools import lru_cache
 from typing import Any
 
 from ...migrations import steps  # package-dir mapped
-from ...model import DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS, PENDING, Check, Document
+from ...model import (
+    CHUNK_VECTORS,
+    DOC_VECTOR,
+    HYPE_QUESTIONS,
+    HYPE_VECTORS,
+    PENDING,
+    Check,
+    Document,
+)
 from ...redact import redact
 from .connection import rebuild_holders, snapshot, write_transaction
 from .rebuild import check_dim
-from .write import STAGING, staging_exists
+from .write import CHUNK_SLOT, STAGING, staging_exists
 
 SAMPLE = 5
 _OBJECT = re.compile(r"^CREATE (TABLE|INDEX|TRIGGER|FUNCTION) (\w+)", re.MULTILINE)
@@ -31,7 +39,8 @@ _STATEMENT = {"index": r"^CREATE INDEX {name} [^;]*;", "trigger": r"^CREATE TRIG
               "function": r"^CREATE FUNCTION {name}\(.*?\$\$;"}
 # The HNSW indexes are made by set_vector_dimension() (migration 0001) once the
 # dimension is known; the same definitions, for re-creating a dropped one.
-HNSW = {"vectors_doc_hnsw": "slot = 0", "vectors_hype_hnsw": "slot > 0"}
+HNSW = {"vectors_doc_hnsw": "slot = 0", "vectors_hype_hnsw": "slot BETWEEN 1 AND 31",
+        "vectors_chunk_hnsw": "slot >= 32"}
 _POSTINGS_WANT = """
     SELECT x.lexeme COLLATE "C" AS term, d.id AS doc_id,
            cardinality(array_positions(x.weights, 'A')) AS tf_title,
@@ -44,6 +53,13 @@ _TITLES_WANT = """
     SELECT x.lexeme COLLATE "C" AS term, d.id AS doc_id, cardinality(x.positions) AS tf,
            (sum(cardinality(x.positions)) OVER (PARTITION BY d.id))::integer AS title_len
     FROM documents AS d, unnest(title_vector(d.title)) AS x"""
+
+# A document's questions as one text (question_postings, migration 0003).
+_QUESTIONS_WANT = """
+    SELECT x.lexeme COLLATE "C" AS term, g.doc_id, cardinality(x.positions) AS tf,
+           (sum(cardinality(x.positions)) OVER (PARTITION BY g.doc_id))::integer AS q_len
+    FROM (SELECT DISTINCT doc_id FROM hype_questions) AS g,
+         unnest(questions_vector(g.doc_id)) AS x"""
 
 
 @lru_cache(maxsize=1)
@@ -58,9 +74,10 @@ def expected_objects() -> dict[str, str]:
 
 
 def _statement(kind: str, name: str) -> str | None:
-    match = re.search(_STATEMENT[kind].format(name=re.escape(name)), migration_text(),
-                      re.MULTILINE | re.DOTALL)
-    return match.group(0) if match else None
+    # the last definition: a later migration may replace a function
+    found = re.findall(_STATEMENT[kind].format(name=re.escape(name)), migration_text(),
+                       re.MULTILINE | re.DOTALL)
+    return found[-1] if found else None
 
 
 def _present(conn: Any, schema: str) -> dict[str, str]:
@@ -175,19 +192,27 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
         | _ids(conn, f"SELECT doc_id FROM (({_TITLES_WANT}) EXCEPT SELECT term, doc_id, tf, "
                      "title_len FROM title_postings) AS a UNION SELECT doc_id FROM (SELECT "
                      f"term, doc_id, tf, title_len FROM title_postings EXCEPT ({_TITLES_WANT}))"
-                     " AS b"),
-        "documents whose BM25 postings disagree with their text (or postings of deleted "
-        "documents)")
+                     " AS b")
+        | _ids(conn, f"SELECT doc_id FROM (({_QUESTIONS_WANT}) EXCEPT SELECT term, doc_id, tf, "
+                     "q_len FROM question_postings) AS a UNION SELECT doc_id FROM (SELECT "
+                     f"term, doc_id, tf, q_len FROM question_postings EXCEPT "
+                     f"({_QUESTIONS_WANT})) AS b"),
+        "documents whose BM25 postings disagree with their text or HyPE questions (or "
+        "postings of deleted documents)")
     totals = conn.execute(
         "SELECT (SELECT coalesce(sum(docs), 0) FROM fts_totals), (SELECT count(*) FROM "
         "documents), (SELECT coalesce(sum(tokens), 0) FROM fts_totals), (SELECT coalesce("
         "sum(doc_len), 0) FROM (SELECT DISTINCT doc_id, doc_len FROM fts_postings) AS p), "
         "(SELECT coalesce(sum(title_tokens), 0) FROM fts_totals), (SELECT coalesce("
-        "sum(title_len), 0) FROM (SELECT DISTINCT doc_id, title_len FROM title_postings) AS t)"
+        "sum(title_len), 0) FROM (SELECT DISTINCT doc_id, title_len FROM title_postings) AS t), "
+        "(SELECT coalesce(sum(docs), 0) FROM question_totals), (SELECT count(DISTINCT doc_id) "
+        "FROM question_postings), (SELECT coalesce(sum(tokens), 0) FROM question_totals), "
+        "(SELECT coalesce(sum(q_len), 0) FROM (SELECT DISTINCT doc_id, q_len FROM "
+        "question_postings) AS q)"
     ).fetchone()
-    off = [label for label, (a, b) in zip(("documents", "tokens", "title tokens"),
-                                          (totals[0:2], totals[2:4], totals[4:6]), strict=True)
-           if int(a) != int(b)]
+    labels = ("documents", "tokens", "title tokens", "question documents", "question tokens")
+    off = [label for n, label in enumerate(labels)
+           if int(totals[2 * n]) != int(totals[2 * n + 1])]
     checks.append(Check("fts_totals", len(off), f"BM25 totals disagree with the postings: "
                         f"{', '.join(off)}" if off else "", sample=off))
     want_tags = {(t.strip().lower(), d) for d, doc in docs.items() for t in doc.tags
@@ -222,20 +247,27 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
         "HyPE questions written for older content (--fix drops them; `kbstore hype` asks "
         "again)")
     if fp is not None:
-        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS)
+        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS)
                                      for d, (_, m, _) in by_kind.get(kind, {}).items()
                                      if d in ids and m != fp},
             f"vectors made by another embedder than the stored {fp}")
     if not vectors_ok:
         return checks
     slots = {(int(r[0]), int(r[1])) for r in conn.execute("SELECT doc_id, slot FROM vectors")}
-    add("orphan_vectors", {d for d, s in slots if d not in ids or (s and (d, s) not in questions)},
-        "vectors of deleted documents or questions")
+    # chunk n has vector slot CHUNK_SLOT + n
+    chunks = {(int(r[0]), CHUNK_SLOT + int(r[1])) for r in
+              conn.execute("SELECT doc_id, position FROM document_chunks")}
+    add("orphan_vectors", {d for d, s in slots if d not in ids
+                           or (0 < s < CHUNK_SLOT and (d, s) not in questions)
+                           or (s >= CHUNK_SLOT and (d, s) not in chunks)},
+        "vectors of deleted documents, questions or chunks")
     add("documents_missing_vectors", {d for d in ids if (d, 0) not in slots},
         "documents without their document vector")
     add("questions_missing_vectors", {d for d, pos in questions if d in ids
                                       and (d, pos) not in slots},
         "documents whose HyPE questions lack vectors")
+    add("chunks_missing_vectors", {d for d, slot in chunks if d in ids and (d, slot) not in slots},
+        "long documents whose chunks lack vectors")
     add("invalid_vectors", _ids(conn, "SELECT DISTINCT doc_id FROM vectors WHERE "
                                       "vector_dims(embedding) <> %s OR vector_norm(embedding) = 0",
                                 dim),
@@ -298,7 +330,11 @@ def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> l
             conn.execute("DELETE FROM fts_totals")
             conn.execute("SELECT fts_index(array_agg(id ORDER BY id), array_agg(fts ORDER BY id), "
                          "array_agg(title ORDER BY id), 1) FROM documents")
-            actions.append("rebuilt the BM25 postings and totals from the documents")
+            conn.execute("DELETE FROM question_postings")
+            conn.execute("DELETE FROM question_totals")
+            conn.execute("SELECT questions_index(array_agg(DISTINCT doc_id)) FROM hype_questions")
+            actions.append("rebuilt the BM25 postings and totals from the documents and "
+                           "questions")
         if "tag_rows" in bad:
             conn.execute("DELETE FROM document_tags")
             conn.execute("INSERT INTO document_tags (tag, doc_id) SELECT DISTINCT "
@@ -362,7 +398,8 @@ def _repair_vector_table(conn: Any, schema: str) -> list[str]:
                 made.append(name)
         return [f"re-created {', '.join(made)}"] if made else []
     conn.execute("SELECT set_vector_dimension(%s)", (dim,))
-    conn.execute("DELETE FROM derived WHERE kind IN (%s, %s)", (DOC_VECTOR, HYPE_VECTORS))
+    conn.execute("DELETE FROM derived WHERE kind IN (%s, %s, %s)",
+                 (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS))
     return [f"reshaped the vector column to {dim} dimensions; every document will be "
             "re-embedded"]
 
@@ -371,9 +408,11 @@ def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
     actions = []
     if "orphan_vectors" in bad:
         n = conn.execute("DELETE FROM vectors AS v WHERE NOT EXISTS (SELECT 1 FROM documents "
-                         "AS d WHERE d.id = v.doc_id) OR (v.slot > 0 AND NOT EXISTS (SELECT 1 "
-                         "FROM hype_questions AS q WHERE q.doc_id = v.doc_id AND "
-                         "q.position = v.slot))").rowcount
+                         "AS d WHERE d.id = v.doc_id) OR (v.slot BETWEEN 1 AND 31 AND NOT "
+                         "EXISTS (SELECT 1 FROM hype_questions AS q WHERE q.doc_id = v.doc_id "
+                         "AND q.position = v.slot)) OR (v.slot >= 32 AND NOT EXISTS (SELECT 1 "
+                         "FROM document_chunks AS c WHERE c.doc_id = v.doc_id AND "
+                         "c.position = v.slot - 32))").rowcount
         actions.append(f"deleted {n} orphan vector row(s)")
     for check, table in (("orphan_questions", "hype_questions"), ("orphan_derived", "derived")):
         if check in bad:  # table names are constants
@@ -385,7 +424,8 @@ def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
             "SELECT d.id, d.title, d.body, h.content_hash FROM documents AS d JOIN derived "
             "AS h ON h.doc_id = d.id AND h.kind = %s", (HYPE_QUESTIONS,)).fetchall()
             if Document(path="", title=title, body=body).hype_hash() != chash]
-        conn.execute("DELETE FROM vectors WHERE slot > 0 AND doc_id = ANY(%s)", (stale,))
+        conn.execute("DELETE FROM vectors WHERE slot BETWEEN 1 AND 31 AND doc_id = ANY(%s)",
+                     (stale,))
         conn.execute("DELETE FROM hype_questions WHERE doc_id = ANY(%s)", (stale,))
         conn.execute("DELETE FROM derived WHERE doc_id = ANY(%s) AND kind IN (%s, %s)",
                      (stale, HYPE_QUESTIONS, HYPE_VECTORS))
@@ -394,7 +434,8 @@ def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
 
 
 def _forget_bad_vectors(conn: Any, bad: set[str]) -> list[str]:
-    if not bad & {"documents_missing_vectors", "questions_missing_vectors", "invalid_vectors"}:
+    if not bad & {"documents_missing_vectors", "questions_missing_vectors",
+                  "chunks_missing_vectors", "invalid_vectors"}:
         return []
     stored = _meta(conn, "embedder") or {}
     conn.execute("DELETE FROM vectors WHERE vector_dims(embedding) <> %s "
@@ -406,4 +447,8 @@ def _forget_bad_vectors(conn: Any, bad: set[str]) -> list[str]:
                       "hype_questions AS q WHERE q.doc_id = x.doc_id AND NOT EXISTS (SELECT 1 "
                       "FROM vectors AS v WHERE v.doc_id = q.doc_id AND v.slot = q.position))",
                       (HYPE_VECTORS,)).rowcount
+    n += conn.execute("DELETE FROM derived AS x WHERE x.kind = %s AND EXISTS (SELECT 1 FROM "
+                      "document_chunks AS c WHERE c.doc_id = x.doc_id AND NOT EXISTS (SELECT 1 "
+                      "FROM vectors AS v WHERE v.doc_id = c.doc_id AND v.slot = c.position + %s))",
+                      (CHUNK_VECTORS, CHUNK_SLOT)).rowcount
     return [f"marked {n} document(s) for re-embedding"]

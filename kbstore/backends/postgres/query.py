@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Hit, SearchRequest
-from ...query import analyse, make_snippet, resolve_settings, vec_k
+from ...query import VEC_K_KEYS, analyse, make_snippet, resolve_settings, vec_k
 
 SQL_DIR = Path(__file__).resolve().parent
 _PSQL_VAR = re.compile(r":'([a-z_]+)'")
@@ -82,22 +82,36 @@ def vec_k_doc_auto(vec_limit: int, limit: int) -> int:
     return max(int(vec_limit), int(limit))
 
 
+_NOT_SQL = ("drop_stopwords", "latest", *VEC_K_KEYS)  # settings used before the statement
+
+
 def compile_params(request: SearchRequest) -> dict[str, str]:
     """Text parameters for search.sql (every psql variable it reads)."""
     settings = request.settings
-    params: dict[str, Any] = {k: v for k, v in settings.items()
-                              if k not in ("drop_stopwords", "vec_k_doc", "vec_k_hype")}
+    params: dict[str, Any] = {k: v for k, v in settings.items() if k not in _NOT_SQL}
+    has_vector = request.vector is not None
     params.update(
         fts_terms=_json_words(request.fts_terms),
         title_terms=_json_words(request.title_terms),
-        tag_terms=_json_words(request.tag_terms),
-        qvec=None if request.vector is None else vector_text(request.vector),
-        vec_k_doc=(settings["vec_k_doc"] if settings["vec_k_doc"] is not None
-                   else vec_k_doc_auto(settings["vec_limit"], request.limit)),
-        vec_k_hype=vec_k(settings, "vec_k_hype", request.limit),
+        tag_terms=_json_object({t: request.tag_weights.get(t, 1.0) for t in request.tag_terms}),
+        date_ranges=json.dumps([list(r) for r in request.date_ranges]),
+        latest=bool(request.latest),
+        qvec=None if not has_vector else vector_text(request.vector),
         topic=request.topic, now=request.now, limit=request.limit,
     )
+    # Without a vector the statement skips every KNN itself (qvec empty).
+    for key in VEC_K_KEYS:
+        params[key] = vec_k(settings, key, request.limit)
+    if settings["vec_k_doc"] is None:
+        params["vec_k_doc"] = vec_k_doc_auto(settings["vec_limit"], request.limit)
     return {key: as_text(value) for key, value in params.items()}
+
+
+def _json_object(weights: dict[str, float]) -> str:
+    """``_json_words``' cleaning for the keys of a JSON object."""
+    clean = {w.encode("utf-8", "surrogatepass").decode("utf-8", "replace"): float(v)
+             for w, v in weights.items()}
+    return json.dumps(clean, ensure_ascii=False)
 
 
 def _json_words(words: tuple[str, ...]) -> str:
@@ -149,9 +163,20 @@ def run(conn: Any, request: SearchRequest) -> list[Hit]:
     rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
     return [Hit(path=row["path"], title=row["title"], tags=list(row["tags"]),
                 doc_type=row["doc_type"], topic=row["topic"], updated=row["updated"],
-                score=float(row["score"]), snippet=make_snippet(row["body"], request.terms),
+                score=float(row["score"]), snippet=snippet(row, request.terms),
                 explain=explain_row(row) if request.explain else None)
             for row in rows]
+
+
+def snippet(row: dict[str, Any], terms: tuple[str, ...]) -> str:
+    """Around the first query term; inside the best-matching chunk when a
+    chunk vector is what found the document (as the SQLite backend does)."""
+    body = row["body"]
+    start, end = row["chunk_start"], row["chunk_end"]
+    if start is not None and end is not None and 0 <= start < end <= len(body):
+        piece = make_snippet(body[start:end], terms)
+        return ("…" if start > 0 and not piece.startswith("…") else "") + piece
+    return make_snippet(body, terms)
 
 
 def _num(value: Any) -> Any:
@@ -162,14 +187,23 @@ def explain_row(row: dict[str, Any]) -> dict[str, Any]:
     """Every factor that made a hit's score (the SQLite backend's layout)."""
     return {
         "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"],
-                  "vector": row["vec_rank"]},
+                  "vector": row["vec_rank"], "hype": row["hype_rank"],
+                  "hype_fts": row["hype_fts_rank"], "date": row["date_rank"]},
         "frontmatter_weight": _num(row["fm_weight"]),
-        "raw": {"bm25": _num(row["fts_score"]), "cosine": _num(row["vec_score"])},
+        "raw": {"bm25": _num(row["fts_score"]), "cosine": _num(row["vec_score"]),
+                "question_cosine": _num(row["hype_score"])},
+        "similarity": _num(row["similarity"]),
         "rrf": {"frontmatter": _num(row["rrf_fm"]), "fts": _num(row["rrf_fts"]),
-                "vector": _num(row["rrf_vec"])},
+                "vector": _num(row["rrf_vec"]), "hype": _num(row["rrf_hype"]),
+                "hype_fts": _num(row["rrf_hype_fts"]), "date": _num(row["rrf_date"])},
         "convex": _num(row["convex"]),
+        "relevance": _num(row["relevance"]),
         "boost": _num(row["boost"]),
-        "decay": _num(row["decay"]),
+        "recency": _num(row["recency"]),
+        "decay": _num(row["recency"]),  # the recency factor's former name
+        "latest_rank": row["latest_rank"],
         "matched_vector": row["matched_kind"] if row["vec_rank"] is not None else None,
+        "matched_chunk": ([row["chunk_start"], row["chunk_end"]]
+                          if row["chunk_start"] is not None else None),
         "matched_question": row["matched_question"],
     }

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...model import DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS
+from ...model import CHUNK_VECTORS, DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS
 from .connection import hold_rebuild_lock, release_rebuild_lock, write_transaction
 from .read import stored_state
-from .write import _MARK, STAGING, staging_exists
+from .write import _MARK, CHUNK_SLOT, STAGING, staging_exists
 
 # No dimension on the staged column: it holds the NEW model's vectors while
 # `vectors` still has the old dimension. Rows of deleted documents go with them.
@@ -25,8 +25,14 @@ CREATE TABLE IF NOT EXISTS {STAGING} (
     made_from text NOT NULL,
     model     text NOT NULL,
     embedding vector NOT NULL,
+    start_char integer,
+    end_char integer,
     PRIMARY KEY (doc_id, slot)
 )"""
+# start_char/end_char: a chunk's span of the body (slots >= CHUNK_SLOT only);
+# a staging table left by a kbstore without chunks gets them.
+_UPGRADE = (f"ALTER TABLE {STAGING} ADD COLUMN IF NOT EXISTS start_char integer, "
+            "ADD COLUMN IF NOT EXISTS end_char integer")
 
 
 def check_dim(dim: Any) -> int:
@@ -50,11 +56,12 @@ def begin(conn: Any, schema: str, fingerprint_id: str) -> dict[int, dict[int, st
     hold_rebuild_lock(conn, schema)
     with write_transaction(conn, schema, exclusive=True):
         conn.execute(_CREATE)
+        conn.execute(_UPGRADE)
         conn.execute(f"DELETE FROM {STAGING} WHERE model <> %s", (fingerprint_id,))
         return staged(conn)
 
 
-def stage(conn: Any, schema: str, items: Sequence[tuple[Any, str, Any, list[Any]]],
+def stage(conn: Any, schema: str, items: Sequence[tuple[Any, str, Any, list[Any], Any]],
           fingerprint_id: str) -> int:
     import numpy as np
 
@@ -67,22 +74,27 @@ def stage(conn: Any, schema: str, items: Sequence[tuple[Any, str, Any, list[Any]
             return 0  # finished or aborted by another process meanwhile
         current = {s.key: s for s in stored_state(conn, paths).values()}
         rows = []
-        for stored, vhash, vector, qvectors in items:
+        for stored, vhash, vector, qvectors, chunks in items:
             if current.get(stored.key) != stored:
                 continue  # changed since it was read: staged again next round
-            rows.append((stored.key, 0, vhash, fingerprint_id, vector))
-            rows += [(stored.key, pos, "", fingerprint_id, q)
+            rows.append((stored.key, 0, vhash, fingerprint_id, vector, None, None))
+            rows += [(stored.key, pos, "", fingerprint_id, q, None, None)
                      for pos, q in enumerate(qvectors, start=1)]
+            if chunks is not None:  # staged with slot 0: a staged document has its chunks
+                rows += [(stored.key, CHUNK_SLOT + n, chunks.content_hash, fingerprint_id, c,
+                          span[0], span[1])
+                         for n, (span, c) in enumerate(zip(chunks.spans, chunks.vectors,
+                                                           strict=True))]
             done += 1
         ids = sorted({r[0] for r in rows})
         with conn.cursor() as cur:
             if ids:
                 cur.execute(f"DELETE FROM {STAGING} WHERE doc_id = ANY(%s)", (ids,))
                 cur.executemany(
-                    f"INSERT INTO {STAGING} (doc_id, slot, made_from, model, embedding) "
-                    "VALUES (%s, %s, %s, %s, %s)",
-                    [(k, s, m, f, np.asarray(v, dtype=np.float32).reshape(-1))
-                     for k, s, m, f, v in rows])
+                    f"INSERT INTO {STAGING} (doc_id, slot, made_from, model, embedding, "
+                    "start_char, end_char) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [(k, s, m, f, np.asarray(v, dtype=np.float32).reshape(-1), a, b)
+                     for k, s, m, f, v, a, b in rows])
     return done
 
 
@@ -94,6 +106,7 @@ def finish(conn: Any, schema: str, fingerprint: dict[str, Any], fingerprint_id: 
     with write_transaction(conn, schema, exclusive=True):
         if not staging_exists(conn, schema):
             conn.execute(_CREATE)
+        conn.execute(_UPGRADE)
         have = staged(conn)
         questions: dict[int, set[int]] = {}
         for doc_id, pos in conn.execute("SELECT doc_id, position FROM hype_questions"
@@ -102,17 +115,28 @@ def finish(conn: Any, schema: str, fingerprint: dict[str, Any], fingerprint_id: 
         ids = [int(r[0]) for r in conn.execute("SELECT id FROM documents ORDER BY id"
                                                ).fetchall()]
         missing = [k for k in ids if 0 not in have.get(k, {})
-                   or set(have[k]) - {0} != questions.get(k, set())]
+                   or {s for s in have[k] if 0 < s < CHUNK_SLOT} != questions.get(k, set())]
         if missing:
             return missing
         conn.execute("SELECT set_vector_dimension(%s)", (dim,))
         conn.execute(f"INSERT INTO vectors (doc_id, slot, topic, embedding) "
                      f"SELECT s.doc_id, s.slot, d.topic, s.embedding FROM {STAGING} AS s "
                      "JOIN documents AS d ON d.id = s.doc_id")
-        conn.execute("DELETE FROM derived WHERE kind IN (%s, %s)", (DOC_VECTOR, HYPE_VECTORS))
+        conn.execute(f"INSERT INTO document_chunks (doc_id, position, start_char, end_char) "
+                     f"SELECT s.doc_id, s.slot - %s, s.start_char, s.end_char FROM {STAGING} "
+                     "AS s JOIN documents AS d ON d.id = s.doc_id WHERE s.slot >= %s",
+                     (CHUNK_SLOT, CHUNK_SLOT))
+        chunked = {int(k): h for k, h in conn.execute(
+            f"SELECT DISTINCT ON (s.doc_id) s.doc_id, s.made_from FROM {STAGING} AS s "
+            "JOIN documents AS d ON d.id = s.doc_id WHERE s.slot >= %s",
+            (CHUNK_SLOT,)).fetchall()}
+        conn.execute("DELETE FROM derived WHERE kind IN (%s, %s, %s)",
+                     (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS))
         with conn.cursor() as cur:
             cur.executemany(_MARK, [(k, DOC_VECTOR, have[k][0], fingerprint_id, "ok", None)
                                     for k in ids])
+            cur.executemany(_MARK, [(k, CHUNK_VECTORS, h, fingerprint_id, "ok", None)
+                                    for k, h in chunked.items()])
         conn.execute(
             "INSERT INTO derived (doc_id, kind, content_hash, model) SELECT doc_id, %s, "
             "content_hash, %s FROM derived WHERE kind = %s AND doc_id IN "

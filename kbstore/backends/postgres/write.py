@@ -16,6 +16,7 @@ from typing import Any
 
 from ...errors import EmbedderChangedError
 from ...model import (
+    CHUNK_VECTORS,
     DOC_VECTOR,
     HYPE_QUESTIONS,
     HYPE_VECTORS,
@@ -31,6 +32,7 @@ from .connection import write_transaction
 from .read import stored_state
 
 ERROR_CHARS = 500
+CHUNK_SLOT = 32            # vector slot of chunk 0 (slots 1..31: questions)
 STAGING = "vectors_next"   # vectors staged by a reembed (see rebuild.py)
 
 _INSERT = """
@@ -103,7 +105,7 @@ def apply(conn: Any, schema: str, changes: Sequence[Change], writer_fp: str | No
     paths = [c.path for c in changes]
     with write_transaction(conn, schema, paths=paths):
         if any(c.doc_vector is not None or (c.questions and c.questions.texts)
-               for c in changes):
+               or (c.chunks and c.chunks.vectors) for c in changes):
             check_fingerprint(conn, writer_fp, location)
         current = stored_state(conn, paths)
         batch = _Batch()
@@ -162,6 +164,8 @@ def _write_derived(conn: Any, batch: _Batch, max_questions: int) -> set[int]:
     unmark: list[tuple[int, str]] = []
     question_docs: list[int] = []
     question_rows: list[tuple[int, int, str]] = []
+    chunk_docs: list[int] = []
+    chunk_rows: list[tuple[int, int, int, int]] = []
     touched: set[int] = set()
     for change, now in batch.targets:
         key = batch.keys[change.path] if now is None else now.key
@@ -171,6 +175,18 @@ def _write_derived(conn: Any, batch: _Batch, max_questions: int) -> set[int]:
         if change.doc_vector is not None:
             new_vectors.append((key, 0, topic, change.doc_vector))
             marks.append((key, DOC_VECTOR, change.vector_hash, change.vector_model, OK, None))
+        if change.chunks is not None or change.drop_chunks:
+            chunk_docs.append(key)
+            chunks = change.chunks
+            if chunks is None or not chunks.vectors:
+                unmark.append((key, CHUNK_VECTORS))
+            else:
+                for n, (span, vector) in enumerate(zip(chunks.spans, chunks.vectors,
+                                                       strict=True)):
+                    chunk_rows.append((key, n, span[0], span[1]))
+                    new_vectors.append((key, CHUNK_SLOT + n, topic, vector))
+                marks.append((key, CHUNK_VECTORS, chunks.content_hash, change.vector_model,
+                              OK, None))
         if change.questions is None and not change.drop_questions:
             continue
         question_docs.append(key)
@@ -192,9 +208,16 @@ def _write_derived(conn: Any, batch: _Batch, max_questions: int) -> set[int]:
     with conn.cursor() as cur:
         if doc_slots:
             cur.execute("DELETE FROM vectors WHERE slot = 0 AND doc_id = ANY(%s)", (doc_slots,))
+        if chunk_docs:
+            cur.execute("DELETE FROM vectors WHERE slot >= %s AND doc_id = ANY(%s)",
+                        (CHUNK_SLOT, chunk_docs))
+            cur.execute("DELETE FROM document_chunks WHERE doc_id = ANY(%s)", (chunk_docs,))
+        if chunk_rows:
+            cur.executemany("INSERT INTO document_chunks (doc_id, position, start_char, "
+                            "end_char) VALUES (%s, %s, %s, %s)", chunk_rows)
         if question_docs:
-            cur.execute("DELETE FROM vectors WHERE slot > 0 AND doc_id = ANY(%s)",
-                        (question_docs,))
+            cur.execute("DELETE FROM vectors WHERE slot BETWEEN 1 AND %s AND doc_id = ANY(%s)",
+                        (CHUNK_SLOT - 1, question_docs))
             cur.execute("DELETE FROM hype_questions WHERE doc_id = ANY(%s)", (question_docs,))
         if question_rows:
             cur.executemany("INSERT INTO hype_questions (doc_id, position, question) "
