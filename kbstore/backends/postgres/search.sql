@@ -237,15 +237,21 @@ vec_ranked AS (
 -- HyPE: every question of the documents the KNN found, scored exactly; a
 -- document scores the mean of its hype_top best questions (several matching
 -- questions count more than one stray match).
+-- The candidates' questions first (MATERIALIZED): joined to vectors by its
+-- key, only their vectors are read; joining vectors to the candidates
+-- directly let the planner hash every question vector (~115 ms at 6k).
+hype_rows AS MATERIALIZED (
+    SELECT q.doc_id, q.position FROM hype_questions AS q
+    WHERE q.doc_id IN (SELECT doc_id FROM hype_candidates)
+),
 hype_scored AS (
-    SELECT v.doc_id, v.slot AS position,
+    SELECT h.doc_id, h.position,
            1.0 - (v.embedding <=> nullif(:'qvec', '')::vector) AS similarity,
-           row_number() OVER (PARTITION BY v.doc_id
+           row_number() OVER (PARTITION BY h.doc_id
                               ORDER BY v.embedding <=> nullif(:'qvec', '')::vector,
-                                       v.slot) AS nth
-    FROM vectors AS v
-    JOIN hype_questions AS q ON q.doc_id = v.doc_id AND q.position = v.slot
-    WHERE v.slot BETWEEN 1 AND 31 AND v.doc_id IN (SELECT doc_id FROM hype_candidates)
+                                       h.position) AS nth
+    FROM hype_rows AS h
+    JOIN vectors AS v ON v.doc_id = h.doc_id AND v.slot = h.position
 ),
 hype_ranked AS (
     SELECT doc_id, avg(similarity) AS score, max(similarity) AS best,
