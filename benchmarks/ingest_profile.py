@@ -32,8 +32,8 @@ from benchmarks.latency_data import (
     fake_completion,
     make_records,
     make_vectors,
+    precomputed_corpus,
 )
-from benchmarks.precomputed import PrecomputedEmbedder
 
 
 class CountingConnection:
@@ -73,20 +73,10 @@ def run(n: int, batch_size: int | None = None, count_sql: bool = True) -> dict[s
     import litellm
 
     from kbstore import KnowledgeStore
-    from kbstore.embed import embedding_text
-    from kbstore.ingest import make_document
 
     dim = 384
     records = make_records(n, DATASETS)
-    vectors = make_vectors(n, dim)
-    docs = [make_document(r["path"], title=r["title"], body=r["body"], tags=r["tags"],
-                          created=r["created"], updated=r["updated"]) for r in records]
-    index: dict[str, int] = {}
-    for i, (doc, rec) in enumerate(zip(docs, records, strict=True)):
-        index[embedding_text(doc.title, doc.tags, doc.body)] = i
-        for j, question in enumerate(rec["questions"]):
-            index[question] = n + i * QUESTIONS_PER_DOC + j
-    embedder = PrecomputedEmbedder(dim, index, vectors)
+    docs, embedder = precomputed_corpus(records, make_vectors(n, dim), dim)
     saved = litellm.completion
     litellm.completion = fake_completion(records)
     with tempfile.TemporaryDirectory() as tmp:

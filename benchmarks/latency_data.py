@@ -179,6 +179,27 @@ def fake_completion(records: list[dict[str, Any]]) -> Any:
     return completion
 
 
+
+def precomputed_corpus(records: list[dict[str, Any]], vectors: Any,
+                       dim: int) -> tuple[list[Any], PrecomputedEmbedder]:
+    """The records as documents, and an embedder that answers each document's
+    text and each question with its precomputed vector (document i is row i,
+    its questions rows n + i * QUESTIONS_PER_DOC + j)."""
+    from kbstore.embed import embedding_text
+    from kbstore.ingest import make_document
+
+    n = len(records)
+    docs = [make_document(r["path"], title=r["title"], body=r["body"], tags=r["tags"],
+                          created=r["created"], updated=r["updated"]) for r in records]
+    index: dict[str, int] = {}
+    for i, (doc, rec) in enumerate(zip(docs, records, strict=True)):
+        index[embedding_text(doc.title, doc.tags, doc.body)] = i
+        for j, question in enumerate(rec["questions"]):
+            index[question] = n + i * QUESTIONS_PER_DOC + j
+    if len(index) != n * (1 + QUESTIONS_PER_DOC):
+        raise RuntimeError("benchmark texts are not unique: vectors would be ambiguous")
+    return docs, PrecomputedEmbedder(dim, index, vectors)
+
 def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
           log: Any = print, source: str = "clustered") -> dict[str, Any]:
     """Build (or reuse) the kbstore DB and the seed inputs for n documents;
@@ -191,8 +212,6 @@ def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
     import litellm  # imported before timing: a one-time cost, not per-document work
 
     from kbstore import KnowledgeStore
-    from kbstore.embed import embedding_text
-    from kbstore.ingest import make_document
 
     where["root"].mkdir(parents=True, exist_ok=True)
     for stale in ("db", "npz", "docs"):
@@ -206,18 +225,9 @@ def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
         vectors = make_real_vectors(n, pool)
     else:
         vectors = make_vectors(n, dim)
-    docs = [make_document(r["path"], title=r["title"], body=r["body"], tags=r["tags"],
-                          created=r["created"], updated=r["updated"]) for r in records]
-    index: dict[str, int] = {}
-    for i, (doc, rec) in enumerate(zip(docs, records, strict=True)):
-        index[embedding_text(doc.title, doc.tags, doc.body)] = i
-        for j, question in enumerate(rec["questions"]):
-            index[question] = n + i * QUESTIONS_PER_DOC + j
-    if len(index) != n * (1 + QUESTIONS_PER_DOC):
-        raise RuntimeError("benchmark texts are not unique: vectors would be ambiguous")
+    docs, embedder = precomputed_corpus(records, vectors, dim)
     log(f"[{n}] corpus + vectors generated in {time.perf_counter() - t0:.1f}s")
 
-    embedder = PrecomputedEmbedder(dim, index, vectors)
     saved = litellm.completion
     litellm.completion = fake_completion(records)
     try:

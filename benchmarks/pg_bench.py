@@ -44,10 +44,10 @@ if __package__ in (None, ""):
 from benchmarks.latency import ms, query_texts, query_vectors  # noqa: E402
 from benchmarks.latency_data import (  # noqa: E402
     DATASETS,
-    QUESTIONS_PER_DOC,
     fake_completion,
     make_records,
     make_vectors,
+    precomputed_corpus,
 )
 from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
 
@@ -79,19 +79,10 @@ class HashedEmbedder(PrecomputedEmbedder):
 
 def corpus(n: int, dim: int, data_dir: Path) -> tuple[list[Any], list[dict[str, Any]],
                                                        np.ndarray, PrecomputedEmbedder]:
-    from kbstore.embed import embedding_text
-    from kbstore.ingest import make_document
-
     records = make_records(n, data_dir)
     vectors = make_vectors(n, dim)
-    docs = [make_document(r["path"], title=r["title"], body=r["body"], tags=r["tags"],
-                          created=r["created"], updated=r["updated"]) for r in records]
-    index: dict[str, int] = {}
-    for i, (doc, rec) in enumerate(zip(docs, records, strict=True)):
-        index[embedding_text(doc.title, doc.tags, doc.body)] = i
-        for j, question in enumerate(rec["questions"]):
-            index[question] = n + i * QUESTIONS_PER_DOC + j
-    return docs, records, vectors, PrecomputedEmbedder(dim, index, vectors)
+    docs, embedder = precomputed_corpus(records, vectors, dim)
+    return docs, records, vectors, embedder
 
 
 def ingest(location: str, docs: list[Any], records: list[dict[str, Any]],
