@@ -22,11 +22,11 @@ from ...model import (
     DOC_VECTOR,
     HYPE_QUESTIONS,
     HYPE_VECTORS,
-    PENDING,
     Check,
     Document,
 )
 from ...redact import redact
+from ..checks import derived_checks
 from .connection import rebuild_holders, snapshot, write_transaction
 from .rebuild import check_dim
 from .write import CHUNK_SLOT, STAGING, staging_exists
@@ -226,31 +226,7 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
         "HyPE questions of deleted documents")
     derived = conn.execute("SELECT doc_id, kind, content_hash, model, status, error "
                            "FROM derived").fetchall()
-    add("orphan_derived", {int(r[0]) for r in derived if int(r[0]) not in ids},
-        "hash rows of deleted documents")
-    by_kind: dict[str, dict[int, tuple[str, str, str]]] = {}
-    for doc_id, kind, chash, model, status, _ in derived:
-        by_kind.setdefault(kind, {})[int(doc_id)] = (chash, model, status)
-    doc_rows, qrows = by_kind.get(DOC_VECTOR, {}), by_kind.get(HYPE_QUESTIONS, {})
-    add("documents_missing_hash_row", ids - set(doc_rows),
-        "documents without a 'doc_vector' hash row (never embedded)")
-    add("stale_vectors", {d for d, (h, _, _) in doc_rows.items()
-                          if d in docs and h != docs[d].vector_hash()},
-        "document vectors made from older content")
-    add("secrets_in_errors", {int(r[0]) for r in derived if r[5] and redact(r[5]) != r[5]},
-        "stored LLM errors that still hold what looks like a credential; --fix redacts them")
-    add("pending_hype", {d for d, (_, _, s) in qrows.items() if d in ids and s == PENDING},
-        "documents whose HyPE questions wait for the LLM (`kbstore hype`)",
-        fixable=False, problem=False)
-    add("stale_questions", {d for d, (h, _, s) in qrows.items()
-                            if d in docs and s == "ok" and h != docs[d].hype_hash()},
-        "HyPE questions written for older content (--fix drops them; `kbstore hype` asks "
-        "again)")
-    if fp is not None:
-        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS)
-                                     for d, (_, m, _) in by_kind.get(kind, {}).items()
-                                     if d in ids and m != fp},
-            f"vectors made by another embedder than the stored {fp}")
+    derived_checks(add, docs, derived, fp)
     if not vectors_ok:
         return checks
     slots = {(int(r[0]), int(r[1])) for r in conn.execute("SELECT doc_id, slot FROM vectors")}

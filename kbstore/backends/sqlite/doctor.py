@@ -20,11 +20,11 @@ from ...model import (
     DOC_VECTOR,
     HYPE_QUESTIONS,
     HYPE_VECTORS,
-    PENDING,
     Check,
     Document,
     fingerprint_id,
 )
+from ..checks import derived_checks
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
 
@@ -188,35 +188,9 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
         "HyPE questions of deleted documents")
     add("orphan_chunks", _ids(conn, "SELECT doc_id FROM document_chunks") - ids,
         "chunk rows of deleted documents")
-    derived = conn.execute("SELECT doc_id, kind, content_hash, model, status FROM derived"
-                           ).fetchall()
-    add("orphan_derived", {int(r[0]) for r in derived if int(r[0]) not in ids},
-        "hash rows of deleted documents")
-    by_kind: dict[str, dict[int, tuple[str, str, str]]] = {}
-    for doc_id, kind, content_hash, model, status in derived:
-        by_kind.setdefault(kind, {})[int(doc_id)] = (content_hash, model, status)
-    doc_rows = by_kind.get(DOC_VECTOR, {})
-    qrows = by_kind.get(HYPE_QUESTIONS, {})
-    add("documents_missing_hash_row", ids - set(doc_rows),
-        "documents without a 'doc_vector' hash row (never embedded)")
-    add("stale_vectors", {d for d, (h, _, _) in doc_rows.items()
-                          if d in docs and h != docs[d].vector_hash()},
-        "document vectors made from older content")
-    add("secrets_in_errors", _unredacted(conn),
-        "stored LLM errors that still hold what looks like a credential (written by an "
-        "older kbstore); --fix redacts them")
-    add("pending_hype", {d for d, (_, _, s) in qrows.items() if d in ids and s == PENDING},
-        "documents whose HyPE questions wait for the LLM (`kbstore hype`)",
-        fixable=False, problem=False)
-    add("stale_questions", {d for d, (h, _, s) in qrows.items()
-                            if d in docs and s == "ok" and h != docs[d].hype_hash()},
-        "HyPE questions written for older content (--fix drops them; `kbstore hype` asks "
-        "again)")
-    if fp is not None:
-        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS)
-                                     for d, (_, m, _) in by_kind.get(kind, {}).items()
-                                     if d in ids and m != fp},
-            f"vectors made by another embedder than the stored {fp}")
+    derived = conn.execute("SELECT doc_id, kind, content_hash, model, status, error "
+                           "FROM derived").fetchall()
+    derived_checks(add, docs, derived, fp)
     if not vectors_ok:
         return checks
     # Each vector lives twice: sign bits in vec0 (KNN) and float32 in vector_data.
@@ -238,13 +212,6 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     add("invalid_vectors", {owner(v)[0] for v in _invalid_vectors(conn)},
         "documents with NaN, infinite, zero or wrong-size vectors")
     return checks
-
-
-def _unredacted(conn: Connection) -> set[int]:
-    from ...redact import redact
-
-    return {int(d) for d, error in conn.execute(
-        "SELECT doc_id, error FROM derived WHERE error IS NOT NULL") if redact(error) != error}
 
 
 def _rows(conn: Connection, sql: str) -> dict[int, int]:

@@ -1,0 +1,44 @@
+"""Doctor checks that read only rows every backend keeps the same way: the
+per-document hash rows of derived data (``derived``) against the documents'
+content and the stored embedder fingerprint."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..model import CHUNK_VECTORS, DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS, PENDING, Document
+from ..redact import redact
+
+
+def derived_checks(add: Callable[..., None], docs: dict[int, Document],
+                   derived: Sequence[Sequence[Any]], fp: str | None) -> None:
+    """``derived``: (doc_id, kind, content_hash, model, status, error) rows;
+    ``add(name, found, detail, **kw)`` records one check."""
+    ids = set(docs)
+    add("orphan_derived", {int(r[0]) for r in derived if int(r[0]) not in ids},
+        "hash rows of deleted documents")
+    by_kind: dict[str, dict[int, tuple[str, str, str]]] = {}
+    for doc_id, kind, content_hash, model, status, _ in derived:
+        by_kind.setdefault(kind, {})[int(doc_id)] = (content_hash, model, status)
+    doc_rows, qrows = by_kind.get(DOC_VECTOR, {}), by_kind.get(HYPE_QUESTIONS, {})
+    add("documents_missing_hash_row", ids - set(doc_rows),
+        "documents without a 'doc_vector' hash row (never embedded)")
+    add("stale_vectors", {d for d, (h, _, _) in doc_rows.items()
+                          if d in docs and h != docs[d].vector_hash()},
+        "document vectors made from older content")
+    add("secrets_in_errors", {int(r[0]) for r in derived if r[5] and redact(r[5]) != r[5]},
+        "stored LLM errors that still hold what looks like a credential (written by an "
+        "older kbstore); --fix redacts them")
+    add("pending_hype", {d for d, (_, _, s) in qrows.items() if d in ids and s == PENDING},
+        "documents whose HyPE questions wait for the LLM (`kbstore hype`)",
+        fixable=False, problem=False)
+    add("stale_questions", {d for d, (h, _, s) in qrows.items()
+                            if d in docs and s == "ok" and h != docs[d].hype_hash()},
+        "HyPE questions written for older content (--fix drops them; `kbstore hype` asks "
+        "again)")
+    if fp is not None:
+        add("fingerprint_mismatch", {d for kind in (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS)
+                                     for d, (_, m, _) in by_kind.get(kind, {}).items()
+                                     if d in ids and m != fp},
+            f"vectors made by another embedder than the stored {fp}")
