@@ -95,8 +95,10 @@ def status(db_path: str, as_json: bool) -> None:
     click.echo(f"embedder        {fp.get('name')} {fp.get('model')} dim={fp.get('dim')} "
                f"prefixes={fp.get('document_prefix') or '-'}/{fp.get('query_prefix') or '-'}")
     click.echo(f"documents       {info['documents']}")
+    chunks = info.get("chunk_vectors", 0)
+    hype = info["vectors"] - info["doc_vectors"] - chunks
     click.echo(f"vectors         {info['vectors']} ({info['doc_vectors']} document, "
-               f"{info['vectors'] - info['doc_vectors']} HyPE)")
+               f"{chunks} chunk, {hype} HyPE)")
     click.echo(f"HyPE questions  {info['hype_questions']} ({info['hype_pending']} documents "
                f"without current questions, {info['hype_failed']} failed)")
     if info.get("rebuild_in_progress"):

@@ -84,6 +84,23 @@ def test_init_and_status(run_cli, backend, location) -> None:  # type: ignore[no
     assert "documents       0" in text.output
 
 
+def test_status_counts_each_kind_of_vector(run_cli, location) -> None:  # type: ignore[no-untyped-def]
+    """A long document's chunk vectors are not HyPE vectors: without HyPE the
+    status line says 0 HyPE vectors and names the chunks."""
+    _init(run_cli, location)
+    long_body = " ".join(f"word{i}" for i in range(1500))
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=False) as store:
+        store.upsert("projects/long.md", title="Long", body=long_body)
+        store.upsert("projects/short.md", title="Short", body="a few words")
+    info = _status(run_cli, location)
+    assert info["doc_vectors"] == 2 and info["chunk_vectors"] > 0
+    assert info["hype_questions"] == 0
+    assert info["vectors"] == info["doc_vectors"] + info["chunk_vectors"]
+    text = run_cli("status", "--db", location).output
+    assert (f"vectors         {info['vectors']} (2 document, {info['chunk_vectors']} chunk, "
+            "0 HyPE)") in text, text
+
+
 def test_init_of_an_existing_store_keeps_it_and_counts_its_documents(
         run_cli, location) -> None:  # type: ignore[no-untyped-def]
     _init(run_cli, location)
