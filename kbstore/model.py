@@ -251,6 +251,7 @@ class Check:
     fixable: bool = True      # doctor --fix can rebuild it
     problem: bool = True      # False: a note that does not fail the store
     sample: list[Any] = field(default_factory=list)
+    skipped: bool = False     # the check could not run here (the detail says why)
 
     @property
     def ok(self) -> bool:
@@ -258,7 +259,8 @@ class Check:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "ok": self.ok, "count": self.count, "detail": self.detail,
-                "fixable": self.fixable, "problem": self.problem, "sample": self.sample}
+                "fixable": self.fixable, "problem": self.problem, "sample": self.sample,
+                "skipped": self.skipped}
 
 
 @dataclass

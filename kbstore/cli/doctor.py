@@ -38,6 +38,9 @@ def doctor(db_path: str, do_fix: bool, embedder: str | None, as_json: bool) -> N
         for action in report.fixed:
             click.echo(f"fixed  {action}")
         for check in report.checks:
+            if check.skipped:
+                click.echo(f"skip   {check.name}: {check.detail}")
+                continue
             if check.count == 0:
                 click.echo(f"ok     {check.name}" + (f": {check.detail}" if check.detail else ""))
                 continue

@@ -139,3 +139,18 @@ def test_export_never_writes_over_its_own_database(run_cli, db_path: Path, suffi
     assert not list(db_path.parent.glob(".*.tmp"))  # no temp file left behind
     with KnowledgeStore.open(db_path, read_only=True) as store:
         assert store.get("projects/a.md").body == "precious"  # type: ignore[union-attr]
+
+
+def test_read_only_doctor_says_the_fts5_check_was_skipped(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The FTS5 integrity check is an INSERT: a read-only doctor cannot run it
+    and says so ("skip"), rather than reporting it "ok"; --fix runs it."""
+    run_cli("init", "--db", db_path, "--embedder", "fake", "--dim", "64")
+    plain = run_cli("doctor", "--db", db_path)
+    assert plain.exit_code == 0, plain.output
+    line = next(x for x in plain.output.splitlines() if "fts_integrity" in x)
+    assert line.startswith("skip   fts_integrity: ") and "--fix" in line
+    report = json.loads(run_cli("doctor", "--db", db_path, "--json").output)
+    check = next(c for c in report["checks"] if c["name"] == "fts_integrity")
+    assert check["skipped"] is True and check["ok"] is True
+    fixed = run_cli("doctor", "--db", db_path, "--fix")
+    assert "ok     fts_integrity: FTS5 integrity-check: ok" in fixed.output, fixed.output

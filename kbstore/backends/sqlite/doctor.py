@@ -92,8 +92,8 @@ def _fts_integrity(conn: Connection, writable: bool) -> Check:
     if not writable:
         # The FTS5 check is an INSERT: a read-only file cannot run it (PRAGMA
         # integrity_check covers FTS5 on SQLite >= 3.44).
-        return Check("fts_integrity", 0, "skipped: the file is opened read-only",
-                     problem=False)
+        return Check("fts_integrity", 0, "the FTS5 check writes; run `kbstore doctor --fix` "
+                     "to include it", problem=False, skipped=True)
     failed = []
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     for table in fts_tables():  # names from the migrations, plain words
