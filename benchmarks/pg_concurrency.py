@@ -35,7 +35,7 @@ if __package__ in (None, ""):  # run as a script: the repository on the path
 
 from benchmarks import reliability as rel  # noqa: E402
 from benchmarks import reliability_workers as workers  # noqa: E402
-from benchmarks.reliability_check import expected_markers  # noqa: E402
+from benchmarks.reliability_check import expected_markers, lost_writes  # noqa: E402
 from benchmarks.reliability_docs import (  # noqa: E402
     DIM,
     VOCAB,
@@ -213,13 +213,7 @@ def spawn(command: str, *args: Any) -> subprocess.Popen[str]:
 def _lost_writes(url: str, allowed: dict[str, set[str | None]]) -> list[str]:
     with contextlib.closing(checker(url)) as conn:
         stored = dict(conn.execute("SELECT path, title FROM documents").fetchall())
-    lost = []
-    for path, options in allowed.items():
-        have = next(iter(markers(stored[path])), "?") if path in stored else None
-        if have not in options:
-            lost.append(f"{path}: stored {have}, expected one of {sorted(map(str, options))}")
-    lost += [f"{p}: unexpected document" for p in stored if p not in allowed]
-    return lost
+    return lost_writes(stored, allowed)
 
 
 def run(url: str, workdir: Path, seconds: float, writers: int = 4, readers: int = 4,

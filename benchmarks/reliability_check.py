@@ -209,9 +209,15 @@ def expected_markers(finals: list[dict[str, str | None]], seeded: int
     return allowed
 
 
-def lost_writes(db: Path, allowed: dict[str, set[str | None]]) -> list[str]:
+def titles(db: Path) -> dict[str, str]:
+    """path -> title of every stored document."""
     with reading(db) as conn:
-        stored = {p: t for p, t in conn.execute("SELECT path, title FROM documents")}
+        return {p: t for p, t in conn.execute("SELECT path, title FROM documents")}
+
+
+def lost_writes(stored: dict[str, str], allowed: dict[str, set[str | None]]) -> list[str]:
+    """Documents whose stored title (path -> title) carries a marker the
+    writers did not leave there, and documents nobody wrote."""
     lost = []
     for path, options in allowed.items():
         have = next(iter(markers(stored[path])), "?") if path in stored else None

@@ -20,6 +20,7 @@ from benchmarks.reliability_check import (
     expected_markers,
     lost_writes,
     reading,
+    titles,
 )
 from benchmarks.reliability_docs import fake_hype, make_docs, open_store, seed_store
 from benchmarks.reliability_workers import spawn, start_together, worker_results
@@ -123,7 +124,7 @@ def run_concurrency(workdir: Path, seconds: float, readers: int = 4, seed: int =
     start_together(procs, go)
     results = worker_results(procs, timeout=seconds + 120)
     wstats, rstats = results[0], results[1:]
-    lost = lost_writes(db, expected_markers([wstats.get("final", {})], seeded))
+    lost = lost_writes(titles(db), expected_markers([wstats.get("final", {})], seeded))
     counts = check_store(db)
     return {
         "seconds": seconds, "readers": readers,
@@ -154,7 +155,8 @@ def run_two_writers(workdir: Path, seconds: float, seed: int = 0,
              for w, own in ((1, f"0:{half}"), (2, f"{half}:{seeded}"))]
     start_together(procs, go)
     results = worker_results(procs, timeout=seconds + 120)
-    lost = lost_writes(db, expected_markers([r.get("final", {}) for r in results], seeded))
+    lost = lost_writes(titles(db), expected_markers([r.get("final", {}) for r in results],
+                                                   seeded))
     counts = check_store(db)
     return {
         "seconds": seconds,

@@ -22,7 +22,7 @@ from benchmarks import reliability_fuzz as fuzz
 from benchmarks import reliability_paths as paths
 from benchmarks import reliability_races as races
 from benchmarks import reliability_scenarios as scenarios
-from benchmarks.reliability_check import check_store, damage
+from benchmarks.reliability_check import check_store, damage, expected_markers, lost_writes
 from benchmarks.reliability_docs import doc_path, make_docs, markers, open_store, seed_store
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.doctor import diagnose
@@ -75,6 +75,19 @@ def test_the_oracle_sees_half_indexed_documents(tmp_path: Path) -> None:
     assert counts == {"missing_doc_vector": 1, "stale_hash": 1, "half_written": 1,
                       "missing_hash_row": 1, "stale_questions": 1}
     assert damage(check_store(db)) == (0, 5)
+
+
+def test_the_oracle_sees_lost_writes() -> None:
+    """lost_writes (the concurrency scenarios' final check, SQLite and
+    PostgreSQL) reports a seeded document gone, a writer's last version
+    missing, and a document nobody wrote; a deleted one may be absent."""
+    allowed = expected_markers([{doc_path(1): "m1x3", doc_path(2): None}], seeded=3)
+    stored = {doc_path(1): "doc 1 m1x2", doc_path(7): "doc 7 m1x1"}
+    assert lost_writes(stored, allowed) == [
+        f"{doc_path(0)}: stored None, expected one of ['m0x0']",
+        f"{doc_path(1)}: stored m1x2, expected one of ['m1x3']",
+        f"{doc_path(7)}: unexpected document"]
+    assert lost_writes({doc_path(0): "doc 0 m0x0", doc_path(1): "doc 1 m1x3"}, allowed) == []
 
 
 # -- concurrency ---------------------------------------------------------------
