@@ -7,7 +7,7 @@ starts a bundled server (tests/pg_server.py; or KBSTORE_TEST_PG_URL) and
 writes benchmarks/results/pg_concurrency.json and .md.
 tests/postgres/test_concurrency.py runs the same scenario with CI bounds.
 
-The writers are the SQLite reliability harness's (benchmarks/reliability.py:
+The writers are the SQLite reliability harness's (benchmarks/reliability_workers.py:
 own and shared documents, new versions, deletes, HyPE questions from a
 stand-in for the LLM): every document carries its writer's marker
 ``m<writer>x<version>`` in its title and body. The oracle here is
@@ -34,12 +34,23 @@ if __package__ in (None, ""):  # run as a script: the repository on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import reliability as rel  # noqa: E402
+from benchmarks import reliability_workers as workers  # noqa: E402
+from benchmarks.reliability_check import expected_markers, lost_writes  # noqa: E402
+from benchmarks.reliability_docs import (  # noqa: E402
+    DIM,
+    VOCAB,
+    doc_path,
+    fake_hype,
+    make_docs,
+    markers,
+    open_store,
+)
 from kbstore import Document, FakeEmbedder  # noqa: E402
 from kbstore.embed import embedding_text, fingerprint_id  # noqa: E402
 
 THIS = Path(__file__).resolve()
 RESULTS = THIS.parent / "results" / "pg_concurrency.json"
-EMBEDDER = FakeEmbedder(rel.DIM)
+EMBEDDER = FakeEmbedder(DIM)
 
 
 # -- the oracle -----------------------------------------------------------------
@@ -114,7 +125,7 @@ def damaged(conn: Any) -> dict[str, set[int]]:
         "missing_postings": ids - postings,
         "orphan_postings": postings - ids,
         "half_written": {i for i, d in docs.items()
-                         if len(rel.markers(d.title) | rel.markers(d.body)) > 1},
+                         if len(markers(d.title) | markers(d.body)) > 1},
     }
 
 
@@ -137,23 +148,23 @@ def reader(url: str, seconds: float, seed: int, go: str | None) -> dict[str, Any
         if len(stats["half_written"]) < 20:
             stats["half_written"].append(what)
 
-    with rel.open_store(url, hype=False) as store, contextlib.closing(checker(url)) as conn:
-        rel._ready_and_wait(go)
+    with open_store(url, hype=False) as store, contextlib.closing(checker(url)) as conn:
+        workers.ready_and_wait(go)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            query = " ".join(rng.sample(rel.VOCAB, rng.randint(1, 3)))
+            query = " ".join(rng.sample(VOCAB, rng.randint(1, 3)))
             try:
                 hits = store.search(query, limit=10)
                 stats["searches"] += 1
                 for hit in hits:
                     stats["hits_checked"] += 1
-                    if len(rel.markers(hit.title) | rel.markers(hit.snippet)) > 1:
+                    if len(markers(hit.title) | markers(hit.snippet)) > 1:
                         bad(f"hit {hit.path}: {hit.title!r} / {hit.snippet!r}")
-                for path in [h.path for h in hits[:3]] + [rel.doc_path(rng.randrange(400))]:
+                for path in [h.path for h in hits[:3]] + [doc_path(rng.randrange(400))]:
                     doc = store.get(path)
                     stats["gets"] += 1
-                    if doc is not None and len(rel.markers(doc.title)
-                                               | rel.markers(doc.body)) > 1:
+                    if doc is not None and len(markers(doc.title)
+                                               | markers(doc.body)) > 1:
                         bad(f"get {path}: {doc.title!r}")
                 if stats["searches"] % 5 == 0:
                     found = {k: v for k, v in consistency(conn).items() if v}
@@ -172,13 +183,13 @@ def maintainer(url: str, seconds: float, action: str, go: str | None) -> dict[st
 
     stats: dict[str, Any] = {"runs": 0, "reembedded": 0, "problems": [], "fixed": [],
                              "errors": []}
-    with rel.fake_hype(), rel.open_store(url) as store:
-        rel._ready_and_wait(go)
+    with fake_hype(), open_store(url) as store:
+        workers.ready_and_wait(go)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
                 if action == "reembed":
-                    stats["reembedded"] += store.reembed(FakeEmbedder(rel.DIM), batch_size=32)
+                    stats["reembedded"] += store.reembed(FakeEmbedder(DIM), batch_size=32)
                 else:
                     report = diagnose(store)
                     stats["problems"] += [f"{c.name}: {c.detail}" for c in report.problems]
@@ -202,13 +213,7 @@ def spawn(command: str, *args: Any) -> subprocess.Popen[str]:
 def _lost_writes(url: str, allowed: dict[str, set[str | None]]) -> list[str]:
     with contextlib.closing(checker(url)) as conn:
         stored = dict(conn.execute("SELECT path, title FROM documents").fetchall())
-    lost = []
-    for path, options in allowed.items():
-        have = next(iter(rel.markers(stored[path])), "?") if path in stored else None
-        if have not in options:
-            lost.append(f"{path}: stored {have}, expected one of {sorted(map(str, options))}")
-    lost += [f"{p}: unexpected document" for p in stored if p not in allowed]
-    return lost
+    return lost_writes(stored, allowed)
 
 
 def run(url: str, workdir: Path, seconds: float, writers: int = 4, readers: int = 4,
@@ -220,8 +225,8 @@ def run(url: str, workdir: Path, seconds: float, writers: int = 4, readers: int 
 
     workdir.mkdir(parents=True, exist_ok=True)
     go = workdir / f"go-{random.Random().getrandbits(32):x}"
-    with rel.fake_hype(), rel.open_store(url) as store:
-        store.upsert_many(rel.make_docs(range(seeded), "m0x0"))
+    with fake_hype(), open_store(url) as store:
+        store.upsert_many(make_docs(range(seeded), "m0x0"))
     per = (seeded + 100 * writers) // writers
     shared = f"{seeded + 100 * writers}:{seeded + 100 * writers + 20}"
     procs = [spawn("writer", "--db", url, "--seconds", seconds, "--seed", seed + w, "--wid", w,
@@ -234,18 +239,18 @@ def run(url: str, workdir: Path, seconds: float, writers: int = 4, readers: int 
         procs += [spawn("maintain", "--db", url, "--seconds", seconds, "--action", a,
                         "--go", go) for a in ("reembed", "doctor")]
         kinds += ["reembed", "doctor"]
-    rel._start_together(procs, go)
-    results = rel._results(procs, timeout=seconds + 180)
+    workers.start_together(procs, go)
+    results = workers.worker_results(procs, timeout=seconds + 180)
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for kind, result in zip(kinds, results, strict=True):
         by_kind.setdefault(kind, []).append(result)
     wstats, rstats = by_kind["writer"], by_kind["reader"]
     # Seeded documents no writer owns keep the seed's version.
-    allowed = rel._expected([r.get("final", {}) for r in wstats], seeded)
+    allowed = expected_markers([r.get("final", {}) for r in wstats], seeded)
     lost = _lost_writes(url, allowed)
     with contextlib.closing(checker(url)) as conn:
         final = consistency(conn)
-    with rel.open_store(url, hype=False) as store:
+    with open_store(url, hype=False) as store:
         doctor_after = [c.name for c in diagnose(store).problems]
         documents = len(store)
     out: dict[str, Any] = {
@@ -323,7 +328,7 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--action", choices=("reembed", "doctor"), required=True)
     args = parser.parse_args(argv)
     if args.command == "writer":
-        stats = rel.writer(args.db, args.seconds, args.seed, args.wid, rel._range(args.own),
+        stats = workers.writer(args.db, args.seconds, args.seed, args.wid, rel._range(args.own),
                            rel._range(args.shared), args.go)
     elif args.command == "reader":
         stats = reader(args.db, args.seconds, args.seed, args.go)

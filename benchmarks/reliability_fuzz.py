@@ -6,7 +6,7 @@ may raise anything but kbstore's own error with a reason (for a whole npz
 file, which is one item); good items around the bad ones must be stored;
 and the store must stay healthy (the plain-SQL checker, and no NaN, infinite
 or zero vector stored). The hostile-query fuzzer is
-:func:`benchmarks.reliability.run_query_fuzz`.
+:func:`benchmarks.reliability_scenarios.run_query_fuzz`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import reliability as rel
+from benchmarks.reliability_check import check_store, reading
+from benchmarks.reliability_docs import DIM, doc_path
 from kbstore import FakeEmbedder, KBStoreError, KnowledgeStore
+from kbstore.ingest import make_document
 
 GOOD = "m7x1"  # the marker of the good items among the bad ones
 
@@ -45,7 +47,7 @@ def _sample(stats: dict[str, Any], text: str) -> None:
 
 def bad_vectors_stored(db: Path) -> int:
     """NaN, infinite, zero or wrong-size vectors in the file."""
-    with contextlib.closing(rel.read_only(db)) as conn:
+    with reading(db) as conn:
         dim = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'embedder'"
                                       ).fetchone()[0])["dim"]
         bad = 0
@@ -57,7 +59,7 @@ def bad_vectors_stored(db: Path) -> int:
 
 
 def _finish(stats: dict[str, Any], db: Path) -> dict[str, Any]:
-    counts = rel.check_store(db)
+    counts = check_store(db)
     stats["store_damage"] = [f"{k}={v}" for k, v in counts.items() if v and k != "documents"]
     if bad_vectors_stored(db):
         stats["store_damage"].append(f"{bad_vectors_stored(db)} invalid vectors stored")
@@ -123,7 +125,7 @@ def fuzz_files(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
     workdir.mkdir(parents=True, exist_ok=True)
     db, ws = workdir / "files.sqlite", workdir / "ws"
     stats = _result(inputs)
-    with KnowledgeStore.open(db, FakeEmbedder(rel.DIM), hype=False) as store:
+    with KnowledgeStore.open(db, FakeEmbedder(DIM), hype=False) as store:
         for start in range(0, inputs, 50):
             folder = ws / "knowledge" / "projects"
             if folder.exists():
@@ -175,8 +177,8 @@ def _jsonl_line(rng: random.Random, k: int) -> tuple[str, bool]:
                             "tags": ["fuzz"]}
     if k % 5 == 0:
         return json.dumps({**base, "title": f"good {k} {GOOD}"}), True
-    fp = FakeEmbedder(rel.DIM).fingerprint()
-    vec = [1.0 / rel.DIM ** 0.5] * rel.DIM
+    fp = FakeEmbedder(DIM).fingerprint()
+    vec = [1.0 / DIM ** 0.5] * DIM
 
     def vectors(doc: Any) -> dict[str, Any]:
         return {**base, "vectors": {"fingerprint": fp, "doc": doc}}
@@ -199,14 +201,14 @@ def _jsonl_line(rng: random.Random, k: int) -> tuple[str, bool]:
         lambda: {**base, "vectors": []},
         lambda: {**base, "vectors": {"fingerprint": fp, "doc": {}}},
         lambda: {**base, "vectors": {"fingerprint": fp, "doc": "x"}},
-        lambda: vectors([float("nan")] * rel.DIM),
+        lambda: vectors([float("nan")] * DIM),
         lambda: vectors([float("inf")] + vec[1:]),
-        lambda: vectors([0.0] * rel.DIM),
+        lambda: vectors([0.0] * DIM),
         lambda: vectors(vec[:5]),
-        lambda: vectors([1e308] * rel.DIM),
-        lambda: vectors([True] * rel.DIM),
+        lambda: vectors([1e308] * DIM),
+        lambda: vectors([True] * DIM),
         lambda: {**base, "questions": ["q1?", "q2?"],
-                 "vectors": {"fingerprint": fp, "questions": [[float("nan")] * rel.DIM, vec]}},
+                 "vectors": {"fingerprint": fp, "questions": [[float("nan")] * DIM, vec]}},
         lambda: {**base, "vectors": {"fingerprint": {"name": "other"}, "doc": vec}},
         lambda: {**base, "extra": []},
         lambda: {**base, "created": "2024-02-30"},
@@ -234,7 +236,7 @@ def fuzz_jsonl(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / "jsonl.sqlite"
     stats = _result(inputs)
-    with KnowledgeStore.open(db, FakeEmbedder(rel.DIM), hype=False) as store:
+    with KnowledgeStore.open(db, FakeEmbedder(DIM), hype=False) as store:
         from kbstore.exchange import import_jsonl
 
         for start in range(0, inputs, 100):
@@ -308,7 +310,7 @@ def _npz_input(rng: random.Random, docs: list[Any], k: int) -> tuple[bytes, bool
 
     ids = np.array([d.path for d in docs])
     hashes = np.array([hashlib.md5(d.body.encode()).hexdigest() for d in docs])
-    vecs = FakeEmbedder(rel.DIM).embed_documents(
+    vecs = FakeEmbedder(DIM).embed_documents(
         [embedding_text(d.title, d.tags, d.body) for d in docs])
 
     def arrays(**over: Any) -> bytes:
@@ -331,7 +333,7 @@ def _npz_input(rng: random.Random, docs: list[Any], k: int) -> tuple[bytes, bool
         lambda: (arrays(vectors=vecs.astype(np.float16)), False),
         lambda: (arrays(vectors=(vecs * 100).astype(np.int8)), False),
         lambda: (arrays(vectors=vecs.astype(np.complex64)), False),
-        lambda: (arrays(vectors=np.array([["a"] * rel.DIM] * len(docs))), False),
+        lambda: (arrays(vectors=np.array([["a"] * DIM] * len(docs))), False),
         lambda: (arrays(vectors=vecs[:-1]), False),
         lambda: (arrays(doc_ids=None), False),
         lambda: (arrays(doc_ids=np.arange(len(docs))), False),
@@ -342,7 +344,7 @@ def _npz_input(rng: random.Random, docs: list[Any], k: int) -> tuple[bytes, bool
         lambda: (arrays(hype_doc_ids=ids[:2], hype_questions=np.array(["q?", "r?"]),
                         hype_vectors=np.zeros((3, 7))), False),
         lambda: (arrays(hype_doc_ids=ids[:2], hype_questions=np.array(["\x00?", "x" * 9999]),
-                        hype_vectors=np.full((2, rel.DIM), np.nan)), False),
+                        hype_vectors=np.full((2, DIM), np.nan)), False),
         lambda: (arrays(vectors=np.array([object()] * len(docs), dtype=object)), False),
         lambda: (arrays(vectors=np.array([{"a": 1}] * len(docs), dtype=object)), True),
         lambda: (b"\x80\x04K\x01." + bytes(rng.randrange(256) for _ in range(50)), True),
@@ -399,7 +401,7 @@ def _npz_child(workdir: str, inputs: str, seed: str) -> None:
 
 
 def _fuzz_npz_here(workdir: Path, inputs: int, seed: int) -> dict[str, Any]:
-    from benchmarks.reliability_paths import write_workspace
+    from benchmarks.reliability_path_inputs import write_workspace
     from kbstore.exchange_npz import import_npz
     from kbstore.ingest import parse_file
 
@@ -407,9 +409,9 @@ def _fuzz_npz_here(workdir: Path, inputs: int, seed: int) -> dict[str, Any]:
     db, ws = workdir / "npz.sqlite", workdir / "ws"
     write_workspace(ws, range(20), GOOD)
     folder = ws / "knowledge" / "projects"
-    docs = [parse_file(folder / f"doc-{i:04d}.md", rel.doc_path(i)) for i in range(20)]
+    docs = [parse_file(folder / f"doc-{i:04d}.md", doc_path(i)) for i in range(20)]
     stats = _result(inputs)
-    with KnowledgeStore.open(db, FakeEmbedder(rel.DIM), hype=False) as store:
+    with KnowledgeStore.open(db, FakeEmbedder(DIM), hype=False) as store:
         for k in range(inputs):
             data, pickle, good = _npz_input(rng, docs, k)
             file = workdir / f"input-{k}.npz"
@@ -514,20 +516,20 @@ def fuzz_llm(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
         k = int(prompt.split("llm-doc ", 1)[1].split()[0])
         return plan[k][0]
 
-    with KnowledgeStore.open(db, FakeEmbedder(rel.DIM), hype=False) as store, \
+    with KnowledgeStore.open(db, FakeEmbedder(DIM), hype=False) as store, \
             stand_in_litellm(answer_for):
         store.hype.backoff, store.hype.retries = 0, 0
         for start in range(0, inputs, 50):
-            store.upsert_many([rel.make_document(f"projects/l-{k:05d}.md",
-                                                 title=f"llm-doc {k} note",
-                                                 body=f"llm-doc {k} body text")
+            store.upsert_many([make_document(f"projects/l-{k:05d}.md",
+                                             title=f"llm-doc {k} note",
+                                             body=f"llm-doc {k} body text")
                                for k in range(start, min(inputs, start + 50))])
             try:
                 aborted |= bool(run_hype(store, "pending", concurrency=1)["aborted"])
             except Exception as exc:
                 stats["crashes"] += min(inputs, start + 50) - start
                 _sample(stats, f"run_hype raised {type(exc).__name__}: {exc}")
-    with contextlib.closing(rel.read_only(db)) as conn:
+    with reading(db) as conn:
         rows = {r[0]: (r[1], r[2]) for r in conn.execute(
             "SELECT d.path, h.status, h.error FROM documents d LEFT JOIN derived h "
             "ON h.doc_id = d.id AND h.kind = 'hype_questions'")}

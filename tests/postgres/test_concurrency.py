@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import pg_concurrency as conc
-from benchmarks import reliability as rel
+from benchmarks.reliability_docs import fake_hype, make_docs, open_store
 from tests import pg_server
 
 slow = pytest.mark.slow
@@ -54,8 +54,8 @@ def test_the_oracle_sees_half_indexed_documents(pg_url: str) -> None:
     """The oracle is not blind: a missing vector, a vector of old content, a
     missing hash row and stale postings all show."""
     url = pg_server.kb_url(pg_url, pg_server.unique_kb_name("oracle"))
-    with rel.fake_hype(), rel.open_store(url) as store:
-        store.upsert_many(rel.make_docs(range(6), "m0x0"))
+    with fake_hype(), open_store(url) as store:
+        store.upsert_many(make_docs(range(6), "m0x0"))
     with contextlib.closing(conc.checker(url)) as conn:
         assert {k: v for k, v in conc.consistency(conn).items() if v} == {}
     import psycopg

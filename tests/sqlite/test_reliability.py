@@ -1,10 +1,10 @@
 """Reliability: SIGKILL mid-import, concurrent processes, racing writers,
 failing models, privacy.
 
-The process-level scenarios live in benchmarks/reliability.py (which runs
-them at full size); here they run with CI bounds and are marked ``slow``.
-The harness's checker reads the SQLite file with plain SQL, so these tests
-belong to the SQLite suite.
+The process-level scenarios live in benchmarks/reliability_scenarios.py
+(benchmarks/reliability.py runs them at full size); here they run with CI
+bounds and are marked ``slow``. The harness's checker reads the SQLite file
+with plain SQL, so these tests belong to the SQLite suite.
 """
 
 from __future__ import annotations
@@ -18,9 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks import reliability as rel
 from benchmarks import reliability_fuzz as fuzz
 from benchmarks import reliability_paths as paths
+from benchmarks import reliability_races as races
+from benchmarks import reliability_scenarios as scenarios
+from benchmarks.reliability_check import check_store, damage, expected_markers, lost_writes
+from benchmarks.reliability_docs import doc_path, make_docs, markers, open_store, seed_store
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.doctor import diagnose
 from kbstore.hype_jobs import select_targets
@@ -34,7 +37,7 @@ posix_only = pytest.mark.skipif(os.name != "posix", reason="SIGKILL and file mod
 
 def _clean(db: Path) -> dict[str, int]:
     """check_store counts that are not zero (documents aside)."""
-    return {k: v for k, v in rel.check_store(db).items() if v and k != "documents"}
+    return {k: v for k, v in check_store(db).items() if v and k != "documents"}
 
 
 # -- crash safety ------------------------------------------------------------
@@ -45,7 +48,7 @@ def _clean(db: Path) -> dict[str, int]:
 def test_sigkill_at_random_moments_never_corrupts_or_half_indexes(tmp_path: Path) -> None:
     # CI-sized (the file stays within a few minutes); every write path has
     # its own trials below, and the benchmark runs 100 per path.
-    stats = rel.run_crash_trials(tmp_path, trials=10, n=400, seed=7)
+    stats = scenarios.run_crash_trials(tmp_path, trials=10, n=400, seed=7)
     print(f"\ncrash trials: {stats}")
     assert stats["trials"] == 10
     # The kills really landed while the child was importing (not after it).
@@ -61,9 +64,9 @@ def test_the_oracle_sees_half_indexed_documents(tmp_path: Path) -> None:
     """check_store (used after every kill) is not blind: it reports a
     document without its vector and a vector without its document."""
     db = tmp_path / "kb.sqlite"
-    rel._seed_store(db, 10)
+    seed_store(db, 10)
     assert _clean(db) == {}
-    with rel.open_store(db) as store:
+    with open_store(db) as store:
         raw(store).execute("DELETE FROM vectors WHERE vector_id = ?", (1 * SLOTS,))
         raw(store).execute("UPDATE documents SET body = 'other marker m9x9' WHERE id = 2")
         raw(store).execute("DELETE FROM derived WHERE doc_id = 3 AND kind = 'doc_vector'")
@@ -71,7 +74,20 @@ def test_the_oracle_sees_half_indexed_documents(tmp_path: Path) -> None:
     # doc 2's HyPE questions were written for its old body: stale as well.
     assert counts == {"missing_doc_vector": 1, "stale_hash": 1, "half_written": 1,
                       "missing_hash_row": 1, "stale_questions": 1}
-    assert rel.damage(rel.check_store(db)) == (0, 5)
+    assert damage(check_store(db)) == (0, 5)
+
+
+def test_the_oracle_sees_lost_writes() -> None:
+    """lost_writes (the concurrency scenarios' final check, SQLite and
+    PostgreSQL) reports a seeded document gone, a writer's last version
+    missing, and a document nobody wrote; a deleted one may be absent."""
+    allowed = expected_markers([{doc_path(1): "m1x3", doc_path(2): None}], seeded=3)
+    stored = {doc_path(1): "doc 1 m1x2", doc_path(7): "doc 7 m1x1"}
+    assert lost_writes(stored, allowed) == [
+        f"{doc_path(0)}: stored None, expected one of ['m0x0']",
+        f"{doc_path(1)}: stored m1x2, expected one of ['m1x3']",
+        f"{doc_path(7)}: unexpected document"]
+    assert lost_writes({doc_path(0): "doc 0 m0x0", doc_path(1): "doc 1 m1x3"}, allowed) == []
 
 
 # -- concurrency ---------------------------------------------------------------
@@ -79,7 +95,7 @@ def test_the_oracle_sees_half_indexed_documents(tmp_path: Path) -> None:
 
 @slow
 def test_one_writer_and_four_readers_share_a_file(tmp_path: Path) -> None:
-    stats = rel.run_concurrency(tmp_path, seconds=10, readers=4, seed=3)
+    stats = scenarios.run_concurrency(tmp_path, seconds=10, readers=4, seed=3)
     print(f"\nconcurrency: { {k: v for k, v in stats.items() if 'sample' not in k} }")
     assert stats["errors"] == []
     assert stats["half_written"] == 0, stats["half_written_samples"]
@@ -92,7 +108,7 @@ def test_one_writer_and_four_readers_share_a_file(tmp_path: Path) -> None:
 
 @slow
 def test_two_writers_serialize_cleanly(tmp_path: Path) -> None:
-    stats = rel.run_two_writers(tmp_path, seconds=5, seed=5)
+    stats = scenarios.run_two_writers(tmp_path, seconds=5, seed=5)
     print(f"\ntwo writers: {stats}")
     assert stats["errors"] == []
     assert stats["lost_write_count"] == 0, stats["lost_writes"]
@@ -102,7 +118,7 @@ def test_two_writers_serialize_cleanly(tmp_path: Path) -> None:
 
 @slow
 def test_processes_racing_to_create_a_new_file_get_one_schema(tmp_path: Path) -> None:
-    stats = rel.run_migration_race(tmp_path, procs=6, rounds=1)
+    stats = scenarios.run_migration_race(tmp_path, procs=6, rounds=1)
     print(f"\nmigration race: {stats}")
     assert stats["errors"] == []
     assert stats["bad_schema"] == []
@@ -168,7 +184,7 @@ class _FailingEmbedder(FakeEmbedder):
 
 
 def _docs(n: int, marker: str = "m0x1"):  # type: ignore[no-untyped-def]
-    return rel.make_docs(range(n), marker)
+    return make_docs(range(n), marker)
 
 
 def test_an_embedder_failing_mid_import_loses_only_that_batch(tmp_path: Path) -> None:
@@ -177,7 +193,7 @@ def test_an_embedder_failing_mid_import_loses_only_that_batch(tmp_path: Path) ->
         with pytest.raises(RuntimeError, match="embedding model crashed"):
             store.upsert_many(_docs(250), batch_size=50)
         assert len(store) == 100  # batches 1 and 2 committed, batch 3 rolled back, 4-5 never ran
-        assert store.paths() == sorted(rel.doc_path(i) for i in range(100))
+        assert store.paths() == sorted(doc_path(i) for i in range(100))
     assert _clean(db) == {}
     with KnowledgeStore.open(db, FakeEmbedder(64), hype=False) as store:  # the next run
         report = store.upsert_many(_docs(250), batch_size=50)
@@ -240,7 +256,7 @@ def test_an_llm_failing_for_some_documents_only_marks_those(
         report = store.upsert_many(_docs(10))
         assert (report.added, report.hype_generated, report.hype_pending) == (10, 8, 2)
         pending = {doc.path for doc, _ in select_targets(store, "pending")}
-        assert pending == {rel.doc_path(3), rel.doc_path(7)}
+        assert pending == {doc_path(3), doc_path(7)}
         assert store.status()["hype_failed"] == 2
 
 
@@ -311,8 +327,8 @@ def test_the_cli_does_not_print_an_api_key_from_an_llm_error(
 
 def test_make_docs_markers_round_trip() -> None:
     """The harness's half-written detector reads what the writers write."""
-    doc = rel.make_docs([5], "m3x42")[0]
-    assert rel.markers(doc.title) == rel.markers(doc.body) == {"m3x42"}
+    doc = make_docs([5], "m3x42")[0]
+    assert markers(doc.title) == markers(doc.body) == {"m3x42"}
     assert len(doc.body) < 150  # the whole body fits in a snippet
     vec = FakeEmbedder(64).embed_documents([doc.body])
     assert np.isclose(np.linalg.norm(vec), 1.0)
@@ -338,9 +354,9 @@ def test_a_sigkill_in_any_write_path_leaves_the_old_or_new_state(tmp_path: Path,
 
 @slow
 @posix_only
-@pytest.mark.parametrize("op", paths.RACE_OPS)
+@pytest.mark.parametrize("op", races.RACE_OPS)
 def test_a_delete_racing_a_long_operation_sticks(tmp_path: Path, op: str) -> None:
-    stats = paths.run_race(op, tmp_path, rounds=1, n=60, extra=20, deletes=10, seed=3)
+    stats = races.run_race(op, tmp_path, rounds=1, n=60, extra=20, deletes=10, seed=3)
     print(f"\nrace {op}: {stats}")
     assert stats["errors"] == []
     assert stats["deletes"] == 10  # every planned delete found its document
@@ -367,7 +383,7 @@ def test_a_failed_markdown_export_leaves_no_half_tree(
     from kbstore import exchange
 
     db, out = tmp_path / "kb.sqlite", tmp_path / "export"
-    rel._seed_store(db, 30)
+    seed_store(db, 30)
     real, written = exchange.atomic_write, []
 
     def failing(path: Path, text: str, **options: Any) -> None:
@@ -377,7 +393,7 @@ def test_a_failed_markdown_export_leaves_no_half_tree(
         real(path, text, **options)
 
     monkeypatch.setattr(exchange, "atomic_write", failing)
-    with rel.open_store(db, hype=False) as store:
+    with open_store(db, hype=False) as store:
         with pytest.raises(OSError, match="disk full"):
             exchange.export_markdown(store, out)
         assert not out.exists()
@@ -392,11 +408,11 @@ def test_doctor_on_a_long_lived_store_is_not_fooled_by_another_writer(tmp_path: 
     integrity_check trusted it: after another process wrote, doctor on an
     open store reported 'malformed inverted index' for a healthy file."""
     db = tmp_path / "kb.sqlite"
-    rel._seed_store(db, 50)
-    with rel.open_store(db, hype=False) as store, rel.open_store(db, hype=False) as other:
+    seed_store(db, 50)
+    with open_store(db, hype=False) as store, open_store(db, hype=False) as other:
         alarms = []
         for i in range(20):  # some of these writes restructure the FTS5 index (merges)
-            other.upsert(rel.doc_path(100 + i), title=f"new {i}", body="a new body")
+            other.upsert(doc_path(100 + i), title=f"new {i}", body="a new body")
             alarms += [c.name for c in diagnose(store).problems]
         assert alarms == []
     assert _clean(db) == {}
@@ -411,7 +427,7 @@ def test_documents_with_always_unusable_llm_answers_do_not_block_the_rest(
     fake_llm.answer = lambda prompt: ("What is it?\nHow is it used?" if "doc 9" in prompt
                                       else "?!?\n...")
     db = tmp_path / "kb.sqlite"
-    with rel.open_store(db, hype=False) as store:
+    with open_store(db, hype=False) as store:
         store.upsert_many(_docs(90))  # doc 9, 90..99 would be last; 9x: the last batch
         store.hype.backoff = 0
         counts = run_hype(store, "pending", concurrency=2, batch_size=20)
@@ -434,7 +450,7 @@ def test_unusable_answers_between_llm_errors_are_not_an_outage(
         return "What is it?" if n >= 5 else "..."
 
     fake_llm.answer = answer
-    with rel.open_store(tmp_path / "kb.sqlite", hype=False) as store:
+    with open_store(tmp_path / "kb.sqlite", hype=False) as store:
         store.upsert_many(_docs(10))
         store.hype.backoff, store.hype.retries = 0, 0
         counts = run_hype(store, "pending", concurrency=1)

@@ -1,0 +1,69 @@
+"""The documents every reliability scenario writes, and the stand-in LLM.
+
+Every document carries a *marker* (``m<writer>x<version>``) in its title AND
+at the end of its body, written by the same upsert: a reader that ever sees
+two different markers in one document has seen a half-written document.
+No model and no LLM is used: FakeEmbedder, and HyPE questions come from a
+stand-in for ``kbstore.hype.generate``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from kbstore import Document, FakeEmbedder, KnowledgeStore
+from kbstore.ingest import make_document
+
+DIM = 64
+SEED_MARKER = "m0x0"  # the version every scenario's seeded documents carry
+MARKER = re.compile(r"\bm\d+x\d+\b")
+VOCAB = ("alpha backup cache deploy error flask git http index json kernel lambda merge "
+         "network oauth python queue redis sqlite token unicode vector webhook yaml zeta "
+         "sourdough garden battery sensor journal release rollback schema docker").split()
+
+
+def doc_path(i: int) -> str:
+    return f"projects/doc-{i:04d}.md"
+
+
+def make_docs(ids: Iterable[int], marker: str) -> list[Document]:
+    """Short bodies (< 150 chars) so a search snippet always shows the marker."""
+    docs = []
+    for i in ids:
+        words = " ".join(VOCAB[(i * k + k) % len(VOCAB)] for k in (1, 3, 7, 11, 13))
+        docs.append(make_document(doc_path(i), title=f"doc {i} {marker}",
+                                  body=f"{words} note {i}. marker {marker}",
+                                  tags=[VOCAB[i % len(VOCAB)]]))
+    return docs
+
+
+def markers(text: str) -> set[str]:
+    return set(MARKER.findall(text))
+
+
+@contextlib.contextmanager
+def fake_hype() -> Iterator[None]:
+    """Stand in for the LLM: two questions per document, instantly."""
+    from kbstore import hype
+
+    real = hype.generate
+    hype.generate = lambda config, title, body: [f"what is {title}?", f"how do I use {title}?"]
+    try:
+        yield
+    finally:
+        hype.generate = real
+
+
+def open_store(db: str | os.PathLike[str], hype: bool = True) -> KnowledgeStore:
+    return KnowledgeStore.open(db, FakeEmbedder(DIM), hype=hype)
+
+
+def seed_store(db: Path, n: int, hype: bool = True) -> None:
+    """Documents 0..n-1 at the seed's version (with HyPE questions unless
+    ``hype`` is off)."""
+    with fake_hype(), open_store(db, hype=hype) as store:
+        store.upsert_many(make_docs(range(n), SEED_MARKER))

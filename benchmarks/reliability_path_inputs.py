@@ -1,0 +1,133 @@
+"""What the write paths are fed: versions, workspace files, JSONL records,
+npz sidecars, and the damage ``doctor --fix`` has to repair."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.reliability_check import SLOTS
+from benchmarks.reliability_docs import DIM, doc_path, make_docs
+from kbstore import FakeEmbedder
+from kbstore.backends.sqlite.connection import connect
+from kbstore.embed import embedding_text
+from kbstore.files import render_markdown
+
+
+def marker(gen: int) -> str:
+    return f"m0x{gen + 1}"
+
+
+def reembed_dim(gen: int) -> int:
+    """Target dimension of run ``gen``: the seed is 64, runs alternate 32/64."""
+    return 32 if gen % 2 == 0 else 64
+
+
+# -- inputs: workspace files, JSONL, npz ------------------------------------------------
+
+
+def doc_file_text(i: int, mark: str) -> str:
+    doc = make_docs([i], mark)[0]
+    return render_markdown({"title": doc.title, "tags": doc.tags, "created": "2025-01-02"},
+                           doc.body)
+
+
+def write_workspace(ws: Path, ids: range, mark: str) -> None:
+    """picobot layout; each file replaced atomically (no fsync: speed)."""
+    folder = ws / "knowledge" / "projects"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in ids:
+        target = folder / f"doc-{i:04d}.md"
+        tmp = folder / f".doc-{i:04d}.tmp"
+        tmp.write_text(doc_file_text(i, mark), encoding="utf-8")
+        os.replace(tmp, target)
+
+
+def _fake_vectors(texts: list[str]) -> np.ndarray:
+    return FakeEmbedder(DIM).embed_documents(texts)
+
+
+def write_jsonl(file: Path, ids: range, mark: str) -> None:
+    """Records as `kbstore export --format jsonl --vectors` writes them: every
+    other one brings questions, every third one its vector."""
+    fp = FakeEmbedder(DIM).fingerprint()
+    docs = make_docs(ids, mark)
+    vecs = _fake_vectors([embedding_text(d.title, d.tags, d.body) for d in docs])
+    with open(file, "w", encoding="utf-8") as fh:
+        for k, (doc, vec) in enumerate(zip(docs, vecs, strict=True)):
+            record: dict[str, Any] = {"path": doc.path, "title": doc.title, "body": doc.body,
+                                      "tags": doc.tags}
+            if k % 2 == 0:
+                record["questions"] = [f"what is {doc.title}?", f"why {doc.title}?"]
+            if k % 3 == 0:
+                record["vectors"] = {"fingerprint": fp, "doc": [float(x) for x in vec]}
+            fh.write(json.dumps(record) + "\n")
+
+
+def write_npz(file: Path, ws: Path, ids: range, mark: str) -> None:
+    """picobot's sidecar for the workspace: vectors for 70% of its documents
+    (md5 of the body), HyPE questions for a third of those."""
+    from kbstore.ingest import parse_file
+
+    folder = ws / "knowledge" / "projects"
+    docs = [parse_file(folder / f"doc-{i:04d}.md", doc_path(i)) for i in ids if i % 10 < 7]
+    vecs = _fake_vectors([embedding_text(d.title, d.tags, d.body) for d in docs])
+    qdocs, qtext = [], []
+    for d in docs[::3]:
+        qdocs += [d.path, d.path]
+        qtext += [f"what is {d.title}?", f"how to {d.title}?"]
+    tmp = file.with_name(f".{file.name}.tmp.npz")
+    np.savez(tmp, vectors=vecs, doc_ids=np.array([d.path for d in docs]),
+             content_hashes=np.array([hashlib.md5(d.body.encode()).hexdigest() for d in docs]),
+             hype_doc_ids=np.array(qdocs), hype_questions=np.array(qtext),
+             hype_vectors=_fake_vectors(qtext))
+    os.replace(tmp, file)
+
+
+# -- damage for doctor --fix (plain SQL) -------------------------------------------------
+
+
+def inflict_damage(db: Path, rng: random.Random) -> list[str]:
+    """Damage kbstore's derived data with plain SQL; returns what was done.
+    Always drops the vectors of a random 20-80% of documents (so --fix has
+    real work: re-embedding), plus a random choice of other damage."""
+    conn = connect(db, mode="write")
+    done = []
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        ids = [r[0] for r in conn.execute("SELECT id FROM documents")]
+        victims = rng.sample(ids, int(len(ids) * rng.uniform(0.2, 0.8)))
+        for d in victims:
+            conn.execute("DELETE FROM vectors WHERE vector_id = ?", (d * SLOTS,))
+            if rng.random() < 0.5:
+                conn.execute("DELETE FROM vector_data WHERE vector_id = ?", (d * SLOTS,))
+            if rng.random() < 0.3:
+                conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind = 'doc_vector'",
+                             (d,))
+        done.append(f"vectors of {len(victims)} documents")
+        if rng.random() < 0.5:
+            conn.execute("DELETE FROM document_tags")
+            done.append("document_tags emptied")
+        if rng.random() < 0.5:
+            some = rng.sample(ids, len(ids) // 10)
+            conn.executemany("UPDATE derived SET content_hash = 'stale' WHERE doc_id = ? "
+                             "AND kind = 'doc_vector'", [(d,) for d in some])
+            done.append(f"stale hash rows for {len(some)}")
+        if rng.random() < 0.3:
+            conn.execute("UPDATE meta SET value = '[1, 2]' WHERE key = 'fusion'")
+            done.append("meta.fusion malformed")
+        if rng.random() < 0.3:
+            some = rng.sample(ids, len(ids) // 10)
+            conn.executemany("DELETE FROM vector_data WHERE doc_id = ? AND vector_id % ? > 0",
+                             [(d, SLOTS) for d in some])
+            done.append(f"question vectors of {len(some)}")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return done

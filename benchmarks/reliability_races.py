@@ -1,0 +1,176 @@
+"""A delete racing each long write operation.
+
+Each operation (``kbstore import``, ``import-npz``, ``import-jsonl``,
+``hype``, ``reembed``, ``doctor --fix``, ``copy``, or ``upsert_many``) runs
+in a child process while another process deletes documents through the
+public API: deleted documents must stay deleted, nothing else may be lost,
+and neither process may see an error.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.reliability_check import (
+    check_store,
+    contents,
+    embedder_dim,
+    vectors_match,
+    without_questions,
+)
+from benchmarks.reliability_docs import (
+    SEED_MARKER,
+    doc_path,
+    make_docs,
+    markers,
+    open_store,
+    seed_store,
+)
+from benchmarks.reliability_path_inputs import (
+    inflict_damage,
+    marker,
+    write_jsonl,
+    write_npz,
+    write_workspace,
+)
+from benchmarks.reliability_paths import spawn_module
+from benchmarks.reliability_workers import start_together
+
+RACE_OPS = ("import", "upsert_many", "hype", "reembed", "doctor_fix", "import_jsonl",
+            "import_npz", "copy")
+NEW = marker(0)  # the version the raced operation writes
+
+
+def _race_template(op: str, work: Path, n: int, extra: int) -> tuple[Path, dict[str, Any]]:
+    """A seeded store (documents 0..n+extra-1, version m0x0) and the spec of
+    ``op``, which writes version m0x1 of documents 0..n-1 (content
+    operations) or only derived data (the others)."""
+    work.mkdir(parents=True, exist_ok=True)
+    template, ws = work / "template.sqlite", work / "ws"
+    seed_store(template, n + extra, hype=op in ("reembed", "doctor_fix"))
+    if op in ("import", "import_npz"):
+        write_workspace(ws, range(n), NEW)
+    argv = {
+        "import": ["import", "--no-prune", "--no-hype", str(ws)],
+        "import_npz": ["import-npz", "--workspace", str(ws), "--no-prune", "--no-hype",
+                       str(work / "embeddings.npz")],
+        "import_jsonl": ["import-jsonl", "--no-hype", str(work / "records.jsonl")],
+        "hype": ["hype", "--concurrency", "2"],
+        "reembed": ["reembed", "--embedder", "fake", "--dim", "32"],
+        "doctor_fix": ["doctor", "--fix"],
+        "copy": ["copy", str(work / "source.sqlite")],
+    }
+    if op == "copy":
+        with open_store(work / "source.sqlite", hype=False) as source:
+            source.upsert_many(make_docs(range(n), NEW))
+    if op == "import_npz":
+        write_npz(work / "embeddings.npz", ws, range(n), NEW)
+    if op == "import_jsonl":
+        write_jsonl(work / "records.jsonl", range(n), NEW)
+    if op == "upsert_many":
+        return template, {"kind": "upsert_many", "n": n, "marker": NEW, "hype": False,
+                          "batch": 16}
+    return template, {"kind": "cli", "argv": argv[op]}
+
+
+def _with_db(spec: dict[str, Any], db: Path) -> dict[str, Any]:
+    if spec["kind"] != "cli":
+        return {**spec, "db": str(db)}
+    command, *rest = spec["argv"]
+    if command == "copy":  # copy SRC DST: the raced store is the destination
+        return {"kind": "cli", "argv": [command, *rest, str(db)]}
+    return {"kind": "cli", "argv": [command, "--db", str(db), *rest]}
+
+
+def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int = 60,
+             deletes: int = 20, seed: int = 0) -> dict[str, Any]:
+    """``op`` runs while another process deletes ``deletes`` documents at
+    random moments of its calibrated run time, ``rounds`` times."""
+    rng = random.Random(f"race-{op}-{seed}")
+    template, spec = _race_template(op, workdir, n, extra)
+    content = spec["kind"] != "cli" or op.startswith("import") or op == "copy"
+    stats: dict[str, Any] = {"rounds": rounds, "deletes": 0, "resurrected": 0, "lost": 0,
+                             "errors": [], "store_damage": [], "samples": []}
+
+    def fresh(name: str) -> Path:
+        db = workdir / f"{name}.sqlite"
+        shutil.copyfile(template, db)
+        if op == "doctor_fix":
+            inflict_damage(db, rng)
+        return db
+
+    # Calibration: the operation alone, from "go" to its end, in a child.
+    db = fresh("calibration")
+    with open(workdir / "calibration.err", "w") as err:
+        proc = spawn_module("op-child", "--spec", json.dumps(_with_db(spec, db)),
+                            "--go", workdir / "go-calibration", stderr=err)
+        start_together([proc], workdir / "go-calibration")
+        began = time.monotonic()
+        proc.communicate(timeout=600)
+    window = max(0.1, time.monotonic() - began)
+    stats["window_seconds"] = round(window, 3)
+    if proc.returncode:
+        stats["errors"].append(f"calibration run exited {proc.returncode}")
+    for r in range(rounds):
+        db = fresh(f"round-{r}")
+        inside = rng.sample(range(n), deletes // 2) if content else []
+        victims = [doc_path(i) for i in inside + rng.sample(
+            range(n if content else 0, n + extra), deletes - len(inside))]
+        plan = sorted([rng.uniform(0, window), p] for p in victims)
+        go = workdir / f"go-{r}"
+        with open(workdir / f"op-{r}.err", "w+") as err, \
+                open(workdir / f"deleter-{r}.err", "w+") as derr:
+            procs = [spawn_module("op-child", "--spec", json.dumps(_with_db(spec, db)),
+                                  "--go", go, stderr=err),
+                     spawn_module("deleter", "--db", db, "--plan", json.dumps(plan),
+                                  "--go", go, stderr=derr)]
+            start_together(procs, go)
+            out_op, _ = procs[0].communicate(timeout=600)
+            out_del, _ = procs[1].communicate(timeout=600)
+            err.seek(0)
+            derr.seek(0)
+            fails = [line for line in (out_op or "").splitlines() if line.startswith("FAIL")]
+            problems = [f"{op} exited {procs[0].returncode}: {err.read()[-300:]} {fails[:3]}"
+                        if procs[0].returncode else ""]
+            problems += [f"deleter: {line}" for line in derr.read().splitlines()
+                         if "Error" in line or "Traceback" in line][:3]
+        result: dict[str, Any] = json.loads(out_del.splitlines()[-1]) if out_del.strip() else \
+            {"deleted": {}, "errors": [f"deleter exited {procs[1].returncode}"]}
+        stats["errors"] += [p for p in problems if p] + result["errors"]
+        stats["deletes"] += sum(result["deleted"].values())
+        _judge_race(op, db, n, extra, set(victims), stats)
+    return stats
+
+
+def _judge_race(op: str, db: Path, n: int, extra: int, victims: set[str],
+                stats: dict[str, Any]) -> None:
+    now = contents(db)
+    content = op in ("import", "import_npz", "import_jsonl", "upsert_many", "copy")
+    resurrected, lost = [], []
+    for i in range(n + extra):
+        path = doc_path(i)
+        have = next(iter(markers(now[path][0])), "?") if path in now else None
+        written = content and i < n
+        if path in victims:
+            # Deleted before the operation wrote it: the new version is right.
+            if have is not None and not (written and have == NEW):
+                resurrected.append(f"{path}: {have}")
+        elif have != (NEW if written else SEED_MARKER):
+            lost.append(f"{path}: {have}")
+    counts = check_store(db)
+    damage = [f"{k}={v}" for k, v in counts.items() if v and k != "documents"]
+    if op == "reembed":
+        damage += vectors_match(db)[:3]
+        dim = embedder_dim(db)
+        damage += [f"dim {dim} after reembed"] if dim != 32 else []
+    if op == "hype":
+        lost += [f"{p}: no questions" for p in without_questions(db)]
+    stats["resurrected"] += len(resurrected)
+    stats["lost"] += len(lost)
+    stats["store_damage"] += damage
+    stats["samples"] = (stats["samples"] + resurrected[:3] + lost[:3])[:10]
