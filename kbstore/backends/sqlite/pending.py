@@ -5,7 +5,10 @@ transaction commits.
 Per document, an import used to make ~30 ``execute`` calls (each vector into
 vec0 and vector_data, each question, each hash row, plus deletes of slots a
 new document cannot have). Collected here, a batch costs a handful of calls
-whatever its size; the triggers (FTS, tags) still run per row, inside SQLite.
+whatever its size. A new document's FTS and tag rows, and each document's
+questions_fts row (its questions joined by a newline, in position order),
+are written here too, once per document: the per-row triggers that did it
+cost more than everything else in an import (migration 0004).
 
 Order within a change does not matter: the slots a change frees are deleted
 at once, before any pending row is written, and no two changes of one apply
@@ -27,11 +30,20 @@ _UPSERT_DERIVED = (
     "made_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')")
 
 
+# The values the schema-v3 triggers wrote (lower(trim(tag)), blanks skipped).
+_INSERT_DOCUMENTS_FTS = ("INSERT INTO documents_fts (rowid, title, tags, body) "
+                         "VALUES (?, ?, ?, ?)")
+_INSERT_TAGS = ("INSERT OR IGNORE INTO document_tags (tag, doc_id) SELECT lower(trim(value)), "
+                "?1 FROM json_each(?2) WHERE trim(value) <> ''")
+
+
 @dataclass
 class PendingRows:
     # (vector_id, kind, doc_id, topic, doc_type, float32 blob)
     vectors: list[tuple[int, str, int, str, str, bytes]] = field(default_factory=list)
     questions: list[tuple[int, int, str]] = field(default_factory=list)
+    # (doc_id, title, tags JSON, body) of documents inserted by this apply
+    texts: list[tuple[int, str, str, str]] = field(default_factory=list)
     chunks: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     # (doc_id, kind) -> the row; the last mark of a key wins
     marks: dict[tuple[int, str], tuple[int, str, str, str, str, str | None]] = field(
@@ -44,6 +56,10 @@ class PendingRows:
 
     def question(self, doc_id: int, position: int, text: str) -> None:
         self.questions.append((doc_id, position, text))
+
+    def document_text(self, doc_id: int, title: str, tags_json: str, body: str) -> None:
+        """A new document's FTS and tag rows (updates keep their triggers)."""
+        self.texts.append((doc_id, title, tags_json, body))
 
     def chunk(self, doc_id: int, position: int, start: int, end: int) -> None:
         self.chunks.append((doc_id, position,
@@ -62,14 +78,32 @@ class PendingRows:
                          [(doc_id, kind) for kind in kinds])
 
     def flush(self, conn: Connection) -> None:
+        if self.texts:
+            conn.executemany(_INSERT_DOCUMENTS_FTS, self.texts)
+            conn.executemany("INSERT INTO titles_fts (rowid, title) VALUES (?, ?)",
+                             [(t[0], t[1]) for t in self.texts])
+            conn.executemany(_INSERT_TAGS, [(t[0], t[2]) for t in self.texts])
         if self.chunks:
             conn.executemany("INSERT INTO document_chunks (doc_id, position, vector_id, "
                              "start_char, end_char) VALUES (?, ?, ?, ?, ?)", self.chunks)
         if self.questions:
             conn.executemany("INSERT INTO hype_questions (doc_id, position, question) "
                              "VALUES (?, ?, ?)", self.questions)
+            conn.executemany("INSERT INTO questions_fts (rowid, questions) VALUES (?, ?)",
+                             question_texts(self.questions))
         if self.vectors:
             _vectors.insert_many(conn, self.vectors)
         if self.marks:
             conn.executemany(_UPSERT_DERIVED, list(self.marks.values()))
         self.vectors, self.questions, self.chunks, self.marks = [], [], [], {}
+        self.texts = []
+
+
+def question_texts(questions: list[tuple[int, int, str]]) -> list[tuple[int, str]]:
+    """(doc_id, its questions joined by a newline in position order): the
+    questions_fts row of each document in ``questions``."""
+    by_doc: dict[int, list[tuple[int, str]]] = {}
+    for doc_id, position, text in questions:
+        by_doc.setdefault(doc_id, []).append((position, text))
+    return [(doc_id, "\n".join(text for _, text in sorted(rows)))
+            for doc_id, rows in by_doc.items()]
