@@ -146,3 +146,20 @@ def test_a_v3_file_is_upgraded_with_its_index_rows_intact(db_path: Path, fake_ll
                             (loom,)).fetchone()[0] == 0
         assert diagnose(store).ok
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+@pytest.mark.parametrize("tags", [["Ceramics", " glaze ", "  ", "GLAZE"], ["Ärger", "ÄRGER"],
+                                  ["\tTab", "Straße", "İstanbul", ""], []])
+def test_tag_rows_are_what_the_v3_trigger_wrote(tags: list[str]) -> None:
+    """SQLite's lower() changes ASCII letters only and trim() spaces only:
+    the rows the backend writes match the old trigger's SQL on any text."""
+    from kbstore.backends.sqlite.connection import binding
+    from kbstore.backends.sqlite.pending import tag_rows
+
+    conn = binding().connect(":memory:")
+    try:
+        by_sql = conn.execute("SELECT DISTINCT lower(trim(value)), 7 FROM json_each(?) "
+                              "WHERE trim(value) <> ''", (json.dumps(tags),)).fetchall()
+    finally:
+        conn.close()
+    assert sorted(tag_rows(7, tags)) == sorted(by_sql)

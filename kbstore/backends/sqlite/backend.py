@@ -403,7 +403,7 @@ class SQLiteBackend:
                 "content_hash, extra, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*values, doc.path))
             doc_id = int(cur.lastrowid)
-            pending.document_text(doc_id, doc.title, tags, doc.body)  # FTS and tag rows
+            pending.document_text(doc_id, doc.title, doc.tags, tags, doc.body)  # FTS, tag rows
             return doc_id
         if now.content_hash != chash:  # the UPDATE triggers re-index it
             self.conn.execute(

@@ -17,6 +17,7 @@ touch the same document.
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
 
 from . import vectors as _vectors
@@ -30,11 +31,17 @@ _UPSERT_DERIVED = (
     "made_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')")
 
 
-# The values the schema-v3 triggers wrote (lower(trim(tag)), blanks skipped).
 _INSERT_DOCUMENTS_FTS = ("INSERT INTO documents_fts (rowid, title, tags, body) "
                          "VALUES (?, ?, ?, ?)")
-_INSERT_TAGS = ("INSERT OR IGNORE INTO document_tags (tag, doc_id) SELECT lower(trim(value)), "
-                "?1 FROM json_each(?2) WHERE trim(value) <> ''")
+# SQLite's lower() (without ICU) changes ASCII letters only, trim() spaces only.
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def tag_rows(doc_id: int, tags: list[str]) -> list[tuple[str, int]]:
+    """The document_tags rows of a document: what the schema-v3 trigger wrote
+    (lower(trim(tag)) per tag, blanks skipped, repeats once)."""
+    cleaned = (t.strip(" ").translate(_ASCII_LOWER) for t in tags)
+    return [(tag, doc_id) for tag in dict.fromkeys(t for t in cleaned if t)]
 
 
 @dataclass
@@ -44,6 +51,7 @@ class PendingRows:
     questions: list[tuple[int, int, str]] = field(default_factory=list)
     # (doc_id, title, tags JSON, body) of documents inserted by this apply
     texts: list[tuple[int, str, str, str]] = field(default_factory=list)
+    tags: list[tuple[str, int]] = field(default_factory=list)
     chunks: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     # (doc_id, kind) -> the row; the last mark of a key wins
     marks: dict[tuple[int, str], tuple[int, str, str, str, str, str | None]] = field(
@@ -57,9 +65,11 @@ class PendingRows:
     def question(self, doc_id: int, position: int, text: str) -> None:
         self.questions.append((doc_id, position, text))
 
-    def document_text(self, doc_id: int, title: str, tags_json: str, body: str) -> None:
+    def document_text(self, doc_id: int, title: str, tags: list[str], tags_json: str,
+                      body: str) -> None:
         """A new document's FTS and tag rows (updates keep their triggers)."""
         self.texts.append((doc_id, title, tags_json, body))
+        self.tags += tag_rows(doc_id, tags)
 
     def chunk(self, doc_id: int, position: int, start: int, end: int) -> None:
         self.chunks.append((doc_id, position,
@@ -82,7 +92,8 @@ class PendingRows:
             conn.executemany(_INSERT_DOCUMENTS_FTS, self.texts)
             conn.executemany("INSERT INTO titles_fts (rowid, title) VALUES (?, ?)",
                              [(t[0], t[1]) for t in self.texts])
-            conn.executemany(_INSERT_TAGS, [(t[0], t[2]) for t in self.texts])
+            conn.executemany("INSERT OR IGNORE INTO document_tags (tag, doc_id) VALUES (?, ?)",
+                             self.tags)
         if self.chunks:
             conn.executemany("INSERT INTO document_chunks (doc_id, position, vector_id, "
                              "start_char, end_char) VALUES (?, ?, ?, ?, ?)", self.chunks)
@@ -96,7 +107,7 @@ class PendingRows:
         if self.marks:
             conn.executemany(_UPSERT_DERIVED, list(self.marks.values()))
         self.vectors, self.questions, self.chunks, self.marks = [], [], [], {}
-        self.texts = []
+        self.texts, self.tags = [], []
 
 
 def question_texts(questions: list[tuple[int, int, str]]) -> list[tuple[int, str]]:
