@@ -10,9 +10,13 @@ document) into a temporary file through ``KnowledgeStore.upsert_many``, with
 the SQLite connection wrapped so every ``execute``/``executemany`` is counted
 and timed by statement. Reported per document: SQL calls, SQL time by
 statement (the triggers a statement fires are inside its time), and the
-Python around it (planning, the fake LLM's thread pool, hashing).
-``--compare`` times another kbstore tree (e.g. ``git archive`` of an older
-commit) against this one, each in fresh processes, alternating, uncounted.
+Python around it by stage (planning with its hashing and chunking, the
+embedder's lookups, the fake LLM's thread pool, checking and normalising
+vectors, building rows in the backend). Each time is given as wall time and
+as CPU time of the thread (the machine is shared: CPU time barely moves with
+load, wall time does). ``--compare`` times another kbstore tree (e.g. ``git
+archive`` of an older commit) against this one, each in fresh processes,
+alternating, uncounted.
 """
 
 from __future__ import annotations
@@ -44,14 +48,16 @@ class CountingConnection:
         self.calls: dict[str, int] = defaultdict(int)
         self.rows: dict[str, int] = defaultdict(int)
         self.seconds: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
 
     def _timed(self, sql: str, fn: Any, *args: Any) -> Any:
         key = " ".join(sql.split())[:90]
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         try:
             return fn(sql, *args)
         finally:
             self.seconds[key] += time.perf_counter() - t
+            self.cpu[key] += time.thread_time() - c
             self.calls[key] += 1
 
     def execute(self, sql: str, *args: Any) -> Any:
@@ -66,6 +72,59 @@ class CountingConnection:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+class Stages:
+    """Wall and thread CPU time of named Python stages (wrapped functions);
+    a stage nested in another is subtracted from it (exclusive times)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
+        self._stack: list[list[float]] = []
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def wrap(self, owner: Any, attr: str, stage: str) -> None:
+        inner = getattr(owner, attr)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self._stack.append([0.0, 0.0])
+            t, c = time.perf_counter(), time.thread_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                wall, cpu = time.perf_counter() - t, time.thread_time() - c
+                nested = self._stack.pop()
+                self.seconds[stage] += wall - nested[0]
+                self.cpu[stage] += cpu - nested[1]
+                if self._stack:
+                    self._stack[-1][0] += wall
+                    self._stack[-1][1] += cpu
+
+        self._undo.append((owner, attr, inner))
+        setattr(owner, attr, timed)
+
+    def undo(self) -> None:
+        for owner, attr, inner in reversed(self._undo):
+            setattr(owner, attr, inner)
+        self._undo = []
+
+
+def _wrap_stages(stages: Stages, store: Any, counting: CountingConnection) -> None:
+    """The stages of one write batch (see the module docstring)."""
+    import kbstore.writer as writer_module
+
+    writer_cls = writer_module.Writer
+    stages.wrap(writer_cls, "_content_round", "write path, other Python")
+    stages.wrap(writer_cls, "_plan", "plan: hashes, chunk spans, questions")
+    stages.wrap(writer_cls, "_produce", "produce: check + normalise vectors")
+    stages.wrap(writer_module, "generate_many", "fake LLM + its thread pool")
+    stages.wrap(store.embedder, "embed_documents", "embedder lookups")
+    stages.wrap(store.embedder, "embed_queries", "embedder lookups")
+    stages.wrap(type(store.backend), "apply", "backend: rows built in Python")
+    stages.wrap(type(store.backend), "stored", "backend: rows built in Python")
+    # SQL is its own stage (nested: subtracted from whichever stage ran it).
+    stages.wrap(counting, "_timed", "SQL")
 
 
 def run(n: int, batch_size: int | None = None, count_sql: bool = True) -> dict[str, Any]:
@@ -85,11 +144,16 @@ def run(n: int, batch_size: int | None = None, count_sql: bool = True) -> dict[s
                                         hype_model="fake/benchmark")
             backend: Any = store.backend  # the SQLite backend: its connection is wrapped
             counting = CountingConnection(backend.conn)
+            stages = Stages()
             if count_sql:
                 backend.conn = counting
-            t = time.perf_counter()
-            report = store.upsert_many(docs, batch_size=batch_size)
-            seconds = time.perf_counter() - t
+                _wrap_stages(stages, store, counting)
+            t, cpu = time.perf_counter(), time.process_time()
+            try:
+                report = store.upsert_many(docs, batch_size=batch_size)
+            finally:
+                stages.undo()
+            seconds, cpu_seconds = time.perf_counter() - t, time.process_time() - cpu
             backend.conn = counting._inner
             vecs = backend.conn.execute("SELECT count(*) FROM vector_data").fetchone()[0]
             store.close()
@@ -100,28 +164,38 @@ def run(n: int, batch_size: int | None = None, count_sql: bool = True) -> dict[s
     sql_s = sum(counting.seconds.values())
     return {
         "n": n, "seconds": seconds, "docs_per_s": n / seconds, "vectors": vecs,
+        # process CPU (all threads: the LLM pool's workers too) per document
+        "cpu_seconds": cpu_seconds, "docs_per_cpu_s": n / cpu_seconds,
         "counted": count_sql,
+        "stages": sorted(({"stage": k, "us_per_doc": stages.seconds[k] / n * 1e6,
+                           "cpu_us_per_doc": stages.cpu[k] / n * 1e6} for k in stages.seconds),
+                         key=lambda r: -r["cpu_us_per_doc"]),
         "sql_calls_per_doc": sum(counting.calls.values()) / n,
         "sql_rows_per_doc": sum(counting.rows.values()) / n,
         "sql_seconds": sql_s, "python_seconds": seconds - sql_s,
         "statements": sorted(
             ({"sql": k, "calls_per_doc": counting.calls[k] / n,
               "rows_per_doc": counting.rows[k] / n,
-              "us_per_doc": counting.seconds[k] / n * 1e6} for k in counting.seconds),
-            key=lambda r: -r["us_per_doc"]),
+              "us_per_doc": counting.seconds[k] / n * 1e6,
+              "cpu_us_per_doc": counting.cpu[k] / n * 1e6} for k in counting.seconds),
+            key=lambda r: -r["cpu_us_per_doc"]),
     }
 
 
 def table(result: dict[str, Any]) -> str:
     lines = [f"{result['n']} docs in {result['seconds']:.2f} s = {result['docs_per_s']:.0f} "
-             f"docs/s ({result['vectors']} vectors); SQL calls per doc "
+             f"docs/s, {result['docs_per_cpu_s']:.0f} docs per CPU-second "
+             f"({result['vectors']} vectors); SQL calls per doc "
              f"{result['sql_calls_per_doc']:.2f} ({result['sql_rows_per_doc']:.1f} rows); "
              f"SQL {result['sql_seconds']:.2f} s, Python {result['python_seconds']:.2f} s",
-             "", "| statement (fires its triggers) | calls/doc | rows/doc | us/doc |",
-             "|---|---|---|---|"]
+             "", "| stage (exclusive) | wall us/doc | CPU us/doc |", "|---|---|---|"]
+    for st in result.get("stages", []):
+        lines.append(f"| {st['stage']} | {st['us_per_doc']:.0f} | {st['cpu_us_per_doc']:.0f} |")
+    lines += ["", "| statement (fires its triggers) | calls/doc | rows/doc | wall us/doc "
+              "| CPU us/doc |", "|---|---|---|---|---|"]
     for s in result["statements"][:20]:
         lines.append(f"| `{s['sql']}` | {s['calls_per_doc']:.2f} | {s['rows_per_doc']:.2f} "
-                     f"| {s['us_per_doc']:.0f} |")
+                     f"| {s['us_per_doc']:.0f} | {s.get('cpu_us_per_doc', 0):.0f} |")
     return "\n".join(lines)
 
 
