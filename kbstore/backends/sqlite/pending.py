@@ -100,14 +100,25 @@ class PendingRows:
         if self.questions:
             conn.executemany("INSERT INTO hype_questions (doc_id, position, question) "
                              "VALUES (?, ?, ?)", self.questions)
-            conn.executemany("INSERT INTO questions_fts (rowid, questions) VALUES (?, ?)",
-                             question_texts(self.questions))
+            _insert_question_texts(conn, question_texts(self.questions))
         if self.vectors:
             _vectors.insert_many(conn, self.vectors)
         if self.marks:
             conn.executemany(_UPSERT_DERIVED, list(self.marks.values()))
         self.vectors, self.questions, self.chunks, self.marks = [], [], [], {}
         self.texts, self.tags = [], []
+
+
+def _insert_question_texts(conn: Connection, rows: list[tuple[int, str]]) -> None:
+    """questions_fts rows of documents whose old row was deleted (or that
+    never had one). A row still there for such an id (left by damage: the
+    old per-row trigger deleted first) is replaced, as the trigger did."""
+    insert = "INSERT INTO questions_fts (rowid, questions) VALUES (?, ?)"
+    try:
+        conn.executemany(insert, rows)
+    except Exception:  # the binding's IntegrityError: that rowid is taken
+        conn.executemany("DELETE FROM questions_fts WHERE rowid = ?", [(r[0],) for r in rows])
+        conn.executemany(insert, rows)
 
 
 def question_texts(questions: list[tuple[int, int, str]]) -> list[tuple[int, str]]:
