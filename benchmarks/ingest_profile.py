@@ -3,6 +3,7 @@
     python -m benchmarks.ingest_profile --n 2000           # table on stdout
     python -m benchmarks.ingest_profile --n 10000 --json out.json
     python -m benchmarks.ingest_profile --n 5000 --compare OLD_DIR  # OLD_DIR/kbstore vs this
+    python -m benchmarks.ingest_profile --n 10000 --compare OLD_DIR --profile --json out.json
 
 Builds n documents of the latency corpus (benchmarks/latency_data.py: SciFact
 text, 6 HyPE questions from a fake LLM, clustered vectors, 7 vectors per
@@ -199,9 +200,9 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def compare(n: int, other: Path, rounds: int) -> dict[str, Any]:
-    """docs/s of OTHER/kbstore and of this tree, alternating runs (one process each)."""
-    import statistics
+def _child(n: int, tree: Path | None, count_sql: bool,
+           batch_size: int | None = None) -> dict[str, Any]:
+    """run() in a fresh process, with ``tree``'s kbstore package (None: this one)."""
     import subprocess
     import sys
 
@@ -215,20 +216,41 @@ def compare(n: int, other: Path, rounds: int) -> dict[str, Any]:
             "    sys.path.insert(0, tree)\n"
             "import kbstore\n"
             "from benchmarks.ingest_profile import run\n"
-            f"r = run({n}, count_sql=False)\n"
-            "print(json.dumps([r['docs_per_s'], kbstore.__file__]))")
+            f"r = run({n}, {batch_size!r}, count_sql={count_sql!r})\n"
+            "r['kbstore'] = kbstore.__file__\n"
+            "print(json.dumps(r))")
+    env = {**os.environ, "PYTHONPATH": str(repo), "KBSTORE_TREE": str(tree) if tree else ""}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=repo, check=True,
+                          capture_output=True, text=True, env=env)
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def compare(n: int, other: Path, rounds: int, profile: bool = False,
+            batch_size: int | None = None) -> dict[str, Any]:
+    """docs/s and docs per CPU-second of OTHER/kbstore and of this tree,
+    alternating uncounted runs (one process each); with ``profile``, then one
+    counted run of each for the per-document tables."""
+    import statistics
+
     out: dict[str, list[float]] = {"other": [], "this": []}
+    cpu: dict[str, list[float]] = {"other": [], "this": []}
     for i in range(rounds):
         for who in (("other", "this") if i % 2 == 0 else ("this", "other")):
-            env = {**os.environ, "PYTHONPATH": str(repo),
-                   "KBSTORE_TREE": str(other) if who == "other" else ""}
-            proc = subprocess.run([sys.executable, "-c", code], cwd=repo, check=True,
-                                  capture_output=True, text=True, env=env)
-            rate, used = json.loads(proc.stdout.strip().splitlines()[-1])
-            out[who].append(float(rate))
-            print(f"{who} ({used}): {rate:.0f} docs/s", flush=True)
+            r = _child(n, other if who == "other" else None, False, batch_size)
+            out[who].append(r["docs_per_s"])
+            cpu[who].append(r["docs_per_cpu_s"])
+            print(f"{who} ({r['kbstore']}): {r['docs_per_s']:.0f} docs/s, "
+                  f"{r['docs_per_cpu_s']:.0f} docs per CPU-second", flush=True)
     med = {k: statistics.median(v) for k, v in out.items()}
-    return {"n": n, "runs": out, "median_docs_per_s": med, "speedup": med["this"] / med["other"]}
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
+    result: dict[str, Any] = {
+        "n": n, "batch_size": batch_size, "runs": out, "cpu_runs": cpu,
+        "median_docs_per_s": med, "speedup": med["this"] / med["other"],
+        "median_docs_per_cpu_s": med_cpu, "cpu_speedup": med_cpu["this"] / med_cpu["other"]}
+    if profile:
+        result["profile"] = {"other": _child(n, other, True, batch_size),
+                             "this": _child(n, None, True, batch_size)}
+    return result
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -239,10 +261,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-count", action="store_true", help="time without the SQL wrapper")
     ap.add_argument("--compare", type=Path, help="a folder holding another kbstore package")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--profile", action="store_true",
+                    help="with --compare: one counted run of each tree after the rounds")
     args = ap.parse_args(argv)
     if args.compare:
-        result = compare(args.n, args.compare, args.rounds)
-        print(json.dumps(result, indent=1))
+        result = compare(args.n, args.compare, args.rounds, args.profile, args.batch_size)
+        for who, label in (("other", "other tree"), ("this", "this tree")):
+            if who in result.get("profile", {}):
+                print(f"\n## {label}\n\n" + table(result["profile"][who]))
+        print(json.dumps({k: v for k, v in result.items() if k != "profile"}, indent=1))
         if args.json:
             args.json.write_text(json.dumps(result, indent=1))
         return
