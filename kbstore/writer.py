@@ -42,7 +42,7 @@ from .model import (
     Skipped,
     Stored,
 )
-from .vectors import unit, usable
+from .vectors import unit, unit_rows, usable
 
 if TYPE_CHECKING:
     from .backends.base import Backend
@@ -293,14 +293,14 @@ class Writer:
                        for w in chunked for span in w.change.chunks.spans]  # type: ignore[union-attr]
         if to_embed or chunk_texts:
             # One embedding call for document and chunk texts (both are documents).
-            vectors = list(self.embedder.embed_documents(
+            vectors = unit_rows(self.embedder.embed_documents(
                 [embedding_text(w.content.title, w.content.tags, w.content.body)
-                 for w in to_embed] + chunk_texts))
+                 for w in to_embed] + chunk_texts), self.embedder.dim)
             vectors, chunk_vectors = vectors[:len(to_embed)], vectors[len(to_embed):]
             self._take_chunk_vectors(chunked, chunk_vectors, out)
             for work, vector in zip(to_embed, vectors, strict=True):
-                if usable(vector, self.embedder.dim):
-                    work.change.doc_vector = unit(vector)
+                if vector is not None:
+                    work.change.doc_vector = vector
                 else:  # stored without a vector; the next import tries again
                     work.embed_doc = False
                     out.report.skipped.append(Skipped(work.change.path, "the embedder returned "
@@ -330,13 +330,14 @@ class Writer:
         flat = [t for w in needing for t in w.change.questions.texts]  # type: ignore[union-attr]
         if flat:
             # Questions are queries: embed them like queries (question-to-question match).
-            qvectors: list[Any] = list(self.embedder.embed_queries(flat))
+            qvectors = unit_rows(self.embedder.embed_queries(flat), self.embedder.dim)
+            start = 0
             for work in needing:
                 q = work.change.questions
                 assert q is not None
-                mine, qvectors = qvectors[:len(q.texts)], qvectors[len(q.texts):]
-                if all(usable(v, self.embedder.dim) for v in mine):
-                    q.vectors = [unit(v) for v in mine]
+                mine, start = qvectors[start:start + len(q.texts)], start + len(q.texts)
+                if all(v is not None for v in mine):
+                    q.vectors = mine
                 else:
                     work.change.questions = None
                     out.report.skipped.append(Skipped(work.change.path, "the embedder returned "
@@ -345,12 +346,13 @@ class Writer:
 
     def _take_chunk_vectors(self, chunked: list[_Work], vectors: list[Any],
                             out: Outcome) -> None:
+        """``vectors``: the chunks' vectors in order, as unit_rows returns them."""
         for work in chunked:
             chunks = work.change.chunks
             assert chunks is not None
             mine, vectors = vectors[:len(chunks.spans)], vectors[len(chunks.spans):]
-            if all(usable(v, self.embedder.dim) for v in mine):
-                chunks.vectors = [unit(v) for v in mine]
+            if all(v is not None for v in mine):
+                chunks.vectors = mine
             else:  # no chunk vectors until the next write tries again
                 work.change.chunks, work.change.drop_chunks = None, True
                 out.report.skipped.append(Skipped(work.change.path, "the embedder returned "

@@ -85,3 +85,23 @@ def test_a_new_document_id_vec0_still_holds_is_freed_and_written(db_path: Path) 
         assert new == did + 1
         assert _vector_ids(store, "vectors", new) == {new * SLOTS}
         assert store.search("beta", limit=1)[0].path == "knowledge/domains/b.md"
+
+
+def test_a_question_text_row_left_for_a_new_id_is_replaced(db_path: Path, fake_llm) -> None:  # type: ignore[no-untyped-def]
+    """Damage: a questions_fts row for the id the next document gets (the
+    schema-v3 trigger deleted before inserting; the batched write must too)."""
+    questions = "Which oven bakes rye?\nHow long does rye proof?"
+    fake_llm.answer = lambda prompt: questions
+    with KnowledgeStore.open(db_path, FakeEmbedder(64), hype=True) as store:
+        store.upsert("knowledge/domains/a.md", title="A", body="Alpha.")
+        did = doc_id(store, "knowledge/domains/a.md")
+        conn = raw(store)
+        conn.execute("INSERT INTO questions_fts (rowid, questions) VALUES (?, 'phantom words')",
+                     (did + 1,))
+        store.upsert("knowledge/domains/b.md", title="B", body="Beta.")
+        new = doc_id(store, "knowledge/domains/b.md")
+        assert new == did + 1
+        assert conn.execute("SELECT questions FROM questions_fts WHERE rowid = ?",
+                            (new,)).fetchone()[0] == questions
+        assert conn.execute("SELECT count(*) FROM questions_fts WHERE questions_fts MATCH "
+                            "'phantom'").fetchone()[0] == 0

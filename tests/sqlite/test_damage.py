@@ -67,8 +67,8 @@ def works(db: Path) -> None:
 @pytest.mark.parametrize("damage, check", [
     ("DROP TABLE documents_fts", "schema"),
     ("DROP TABLE titles_fts", "schema"),
-    ("DROP TRIGGER documents_fts_ai", "schema"),
-    ("DROP TRIGGER documents_tags_ai", "schema"),
+    ("DROP TRIGGER documents_fts_au", "schema"),
+    ("DROP TRIGGER documents_tags_au", "schema"),
     ("DROP INDEX documents_topic", "schema"),
     ("DELETE FROM document_tags", "tag_rows"),
     ("DELETE FROM vector_data WHERE vector_id % 32 <> 0", "questions_missing_vectors"),

@@ -1,7 +1,8 @@
-"""Schema v3 of the SQLite file: the exact fresh schema, migrations, refusal
+"""Schema v4 of the SQLite file: the exact fresh schema, migrations, refusal
 of a newer schema, integrity, ids that are never reused, the sqlite3 shell
 without/with the extension, sqlite-utils' view of the FTS tables, and the
-committed v1 file upgraded to v3 with its ids and vectors intact."""
+committed v1 file upgraded to v4 with its ids and vectors intact (a v3 file
+with HyPE questions: tests/sqlite/test_schema_v4.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from .util import SLOTS, connect_file, doc_id, file_state, raw
 
 SQLITE3 = shutil.which("sqlite3") or ("/usr/bin/sqlite3" if Path("/usr/bin/sqlite3").exists()
                                       else None)
-STEPS = ["0001_initial", "0002_stable_ids_and_viewers", "0003_chunk_vectors"]
+STEPS = ["0001_initial", "0002_stable_ids_and_viewers", "0003_chunk_vectors",
+         "0004_index_rows_written_per_batch"]
 USER_TABLES = {"_sqlite_migrations", "meta", "documents", "document_tags", "documents_fts",
                "titles_fts", "hype_questions", "derived", "vector_data", "vectors",
                "document_chunks", "questions_fts"}
@@ -38,10 +40,10 @@ COLUMNS = {
     "vector_data": ["vector_id", "doc_id", "embedding"],
     "document_chunks": ["doc_id", "position", "vector_id", "start_char", "end_char"],
 }
-TRIGGERS = {"documents_tags_ai", "documents_tags_au", "documents_rows_ad", "documents_fts_ai",
-            "documents_fts_ad", "documents_fts_au", "titles_fts_ai", "titles_fts_ad",
-            "titles_fts_au", "hype_questions_fts_ai", "hype_questions_fts_ad",
-            "hype_questions_fts_au"}
+# Since v4 a new document's index rows and the question text are written by
+# the backend; only updates and deletes keep triggers.
+TRIGGERS = {"documents_tags_au", "documents_rows_ad", "documents_fts_ad", "documents_fts_au",
+            "titles_fts_ad", "titles_fts_au"}
 INDEXES = {"derived_pending", "document_tags_doc", "documents_topic", "documents_updated",
            "documents_created",
            "vector_data_doc", "idx__sqlite_migrations_migration_set_name"}
@@ -90,7 +92,7 @@ def test_fresh_schema_is_exact(store: KnowledgeStore) -> None:
     assert "vec0" in vec_sql and "bit[64]" in vec_sql
     assert "kind TEXT PARTITION KEY" in vec_sql
     assert conn.execute("PRAGMA user_version").fetchone()[0] == \
-        sqlite_migrations.SCHEMA_VERSION == len(STEPS) == 3
+        sqlite_migrations.SCHEMA_VERSION == len(STEPS) == 4
     assert [name for name, _ in migration_files.steps("sqlite")] == STEPS
     assert store.backend.get_meta("embedder") == FakeEmbedder(64).fingerprint()
     assert store.backend.get_meta("fusion") == DEFAULTS
@@ -117,7 +119,7 @@ def test_migrations_are_idempotent_across_reopen(db_path: Path, embedder: FakeEm
             conn = raw(s)
             assert conn.execute("SELECT id, name, applied_at FROM _sqlite_migrations"
                                 ).fetchall() == first
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
             assert sqlite_migrations.migrate(conn, str(db_path)) == []
             assert sqlite_migrations.state(conn).pending == []
 
@@ -128,7 +130,7 @@ def test_migration_state_of_an_empty_file(tmp_path: Path) -> None:
         current = sqlite_migrations.state(conn)
         assert current.applied == [] and current.pending == STEPS
         assert sqlite_migrations.migrate(conn, "empty.sqlite") == STEPS
-        assert sqlite_migrations.state(conn).version == 3
+        assert sqlite_migrations.state(conn).version == 4
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1  # back on afterwards
     finally:
         conn.close()
@@ -264,7 +266,7 @@ def test_legacy_v1_file_is_upgraded_with_ids_and_vectors_intact(legacy_v1: Path)
         old.close()
     with KnowledgeStore.open(legacy_v1, hype=False) as s:  # embedder from the stored fingerprint
         assert isinstance(s.embedder, FakeEmbedder) and s.embedder.dim == 64
-        assert s.status()["schema_version"] == 3
+        assert s.status()["schema_version"] == 4
         conn = raw(s)
         assert [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations")] == STEPS
         assert conn.execute("SELECT id, path, content_hash FROM documents ORDER BY id"

@@ -40,7 +40,15 @@ from . import doctor as _doctor
 from . import migrations as _migrations
 from . import search as _search
 from . import vectors as _vectors
-from .connection import Connection, connect, enable_writes, snapshot, transaction
+from .connection import (
+    BULK_CHANGES,
+    Connection,
+    bulk_writes,
+    connect,
+    enable_writes,
+    snapshot,
+    transaction,
+)
 from .pending import PendingRows
 
 _DOC_COLUMNS = "id, path, title, body, tags, topic, doc_type, created, updated, extra"
@@ -301,7 +309,7 @@ class SQLiteBackend:
         ``fingerprint_id`` (another process re-embedded it)."""
         self._writable()
         out = Applied()
-        with transaction(self.conn):
+        with bulk_writes(self.conn, len(changes) >= BULK_CHANGES), transaction(self.conn):
             if any(c.doc_vector is not None or (c.questions and c.questions.texts)
                    for c in changes):
                 self._check_fingerprint(fingerprint_id)
@@ -344,7 +352,7 @@ class SQLiteBackend:
             return None
         doc = change.document
         if doc is not None:
-            doc_id = self._write_document(doc, now)
+            doc_id = self._write_document(doc, now, pending)
             if now is None:
                 out.added.append(change.path)
             elif now.content_hash != doc.content_hash():
@@ -384,17 +392,20 @@ class SQLiteBackend:
                            _vectors.blob(vector))
         pending.mark(doc_id, CHUNK_VECTORS, new.content_hash, change.vector_model, OK, None)
 
-    def _write_document(self, doc: Document, now: Stored | None) -> int:
-        values = (doc.title, json.dumps(doc.tags, ensure_ascii=False), doc.body, doc.topic,
-                  doc.doc_type, doc.created, doc.updated, doc.content_hash(),
-                  json.dumps(doc.extra, ensure_ascii=False, default=str))  # order kept for export
+    def _write_document(self, doc: Document, now: Stored | None, pending: PendingRows) -> int:
+        chash = doc.content_hash()
+        tags = json.dumps(doc.tags, ensure_ascii=False)
+        values = (doc.title, tags, doc.body, doc.topic, doc.doc_type, doc.created, doc.updated,
+                  chash, json.dumps(doc.extra, ensure_ascii=False, default=str))  # order kept
         if now is None:
             cur = self.conn.execute(
                 "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "
                 "content_hash, extra, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*values, doc.path))
-            return int(cur.lastrowid)
-        if now.content_hash != doc.content_hash():
+            doc_id = int(cur.lastrowid)
+            pending.document_text(doc_id, doc.title, doc.tags, tags, doc.body)  # FTS, tag rows
+            return doc_id
+        if now.content_hash != chash:  # the UPDATE triggers re-index it
             self.conn.execute(
                 "UPDATE documents SET title = ?, tags = ?, body = ?, topic = ?, doc_type = ?, "
                 "created = ?, updated = ?, content_hash = ?, extra = ? WHERE id = ?",
@@ -410,6 +421,7 @@ class SQLiteBackend:
             old = [s for s in _vectors.used_slots(conn, doc_id) if 0 < s < _vectors.CHUNK_SLOT]
             _vectors.delete_slots(conn, doc_id, sorted(set(old) | set(range(1, len(texts) + 1))))
             conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
+            conn.execute("DELETE FROM questions_fts WHERE rowid = ?", (doc_id,))
         if new is None:  # drop stale questions
             pending.unmark(conn, doc_id, (HYPE_QUESTIONS, HYPE_VECTORS))
             return

@@ -32,6 +32,14 @@ from ...settings import BINDING_ENV, Settings
 Connection = Any  # sqlite3.Connection or sqlean.Connection: same API
 MMAP_BYTES = 256 * 2**20  # address space only; pages are read as touched
 MODES = ("read", "write", "create")
+# A batch of at least BULK_CHANGES changes commits with the WAL allowed to
+# grow to BULK_WAL_PAGES before it is checkpointed (SQLite's default, 1000
+# pages, checkpointed -- copied back and fsynced -- every few batches of an
+# import: 0.4 of 0.5 ms per document at commit). Durability is unchanged:
+# each batch is still one committed transaction in the WAL.
+BULK_CHANGES = 32
+BULK_WAL_PAGES = 16384
+DEFAULT_WAL_PAGES = 1000
 T = TypeVar("T")
 
 
@@ -249,6 +257,19 @@ def transaction(conn: Connection) -> Iterator[Connection]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+@contextlib.contextmanager
+def bulk_writes(conn: Connection, bulk: bool) -> Iterator[None]:
+    """A large batch: checkpoint the WAL less often while it commits."""
+    if not bulk:
+        yield
+        return
+    conn.execute(f"PRAGMA wal_autocheckpoint = {BULK_WAL_PAGES}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA wal_autocheckpoint = {DEFAULT_WAL_PAGES}")
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ from ...model import (
 from ..checks import derived_checks
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
+from .pending import question_texts
 
 SAMPLE = 5  # ids shown per check; counts are always complete
 SLOTS = _vectors.SLOTS
@@ -177,6 +178,15 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
         extra |= indexed - expected
     add("documents_missing_fts", missing, "documents absent from an FTS5 index")
     add("orphan_fts_rows", extra, "FTS5 rows of deleted documents")
+    if QUESTIONS_FTS in present:
+        # questions_fts holds its own text (written by the backend, no
+        # trigger since schema v4): compare it with the questions themselves.
+        joined = dict(_question_texts(conn))
+        indexed_text = {int(r[0]): r[1] for r in conn.execute(
+            f"SELECT rowid, questions FROM {QUESTIONS_FTS}")}
+        add("questions_fts_text", {d for d in joined.keys() & indexed_text.keys()
+                                   if joined[d] != indexed_text[d]},
+            "documents whose question text in questions_fts is not their HyPE questions")
     if "document_tags" in present:
         want = _tag_rows(docs)
         have = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
@@ -212,6 +222,13 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     add("invalid_vectors", {owner(v)[0] for v in _invalid_vectors(conn)},
         "documents with NaN, infinite, zero or wrong-size vectors")
     return checks
+
+
+def _question_texts(conn: Connection) -> list[tuple[int, str]]:
+    """questions_fts rows as the backend writes them, for live documents."""
+    return question_texts([(int(d), int(p), q) for d, p, q in conn.execute(
+        "SELECT doc_id, position, question FROM hype_questions "
+        "WHERE doc_id IN (SELECT id FROM documents)")])
 
 
 def _rows(conn: Connection, sql: str) -> dict[int, int]:
@@ -285,13 +302,13 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('fusion', ?)",
                          (json.dumps(defaults, sort_keys=True),))
             actions.append("rewrote the stored fusion defaults")
-        if bad & {"fts_integrity", "documents_missing_fts", "orphan_fts_rows"}:
+        if bad & {"fts_integrity", "documents_missing_fts", "orphan_fts_rows",
+                  "questions_fts_text"}:
             for table in fts_tables():
                 if table == QUESTIONS_FTS:  # its own content: refilled from the questions
                     conn.execute(f"DELETE FROM {QUESTIONS_FTS}")
-                    conn.execute(f"INSERT INTO {QUESTIONS_FTS} (rowid, questions) SELECT "
-                                 "doc_id, group_concat(question, char(10)) FROM hype_questions "
-                                 "WHERE doc_id IN (SELECT id FROM documents) GROUP BY doc_id")
+                    conn.executemany(f"INSERT INTO {QUESTIONS_FTS} (rowid, questions) "
+                                     "VALUES (?, ?)", _question_texts(conn))
                 else:
                     conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
             actions.append("rebuilt the FTS5 indexes from the documents and questions")
@@ -381,6 +398,7 @@ def _delete_orphans(conn: Connection, bad: set[str]) -> list[str]:
             if Document(path="", title=title, body=body).hype_hash() != chash:
                 _vectors.delete_slots(conn, doc_id, range(1, SLOTS))
                 conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
+                conn.execute(f"DELETE FROM {QUESTIONS_FTS} WHERE rowid = ?", (doc_id,))
                 conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind IN (?, ?)",
                              (doc_id, HYPE_QUESTIONS, HYPE_VECTORS))
                 n += 1

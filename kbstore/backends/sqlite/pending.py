@@ -5,7 +5,10 @@ transaction commits.
 Per document, an import used to make ~30 ``execute`` calls (each vector into
 vec0 and vector_data, each question, each hash row, plus deletes of slots a
 new document cannot have). Collected here, a batch costs a handful of calls
-whatever its size; the triggers (FTS, tags) still run per row, inside SQLite.
+whatever its size. A new document's FTS and tag rows, and each document's
+questions_fts row (its questions joined by a newline, in position order),
+are written here too, once per document: the per-row triggers that did it
+cost more than everything else in an import (migration 0004).
 
 Order within a change does not matter: the slots a change frees are deleted
 at once, before any pending row is written, and no two changes of one apply
@@ -14,6 +17,7 @@ touch the same document.
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
 
 from . import vectors as _vectors
@@ -27,11 +31,27 @@ _UPSERT_DERIVED = (
     "made_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')")
 
 
+_INSERT_DOCUMENTS_FTS = ("INSERT INTO documents_fts (rowid, title, tags, body) "
+                         "VALUES (?, ?, ?, ?)")
+# SQLite's lower() (without ICU) changes ASCII letters only, trim() spaces only.
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def tag_rows(doc_id: int, tags: list[str]) -> list[tuple[str, int]]:
+    """The document_tags rows of a document: what the schema-v3 trigger wrote
+    (lower(trim(tag)) per tag, blanks skipped, repeats once)."""
+    cleaned = (t.strip(" ").translate(_ASCII_LOWER) for t in tags)
+    return [(tag, doc_id) for tag in dict.fromkeys(t for t in cleaned if t)]
+
+
 @dataclass
 class PendingRows:
     # (vector_id, kind, doc_id, topic, doc_type, float32 blob)
     vectors: list[tuple[int, str, int, str, str, bytes]] = field(default_factory=list)
     questions: list[tuple[int, int, str]] = field(default_factory=list)
+    # (doc_id, title, tags JSON, body) of documents inserted by this apply
+    texts: list[tuple[int, str, str, str]] = field(default_factory=list)
+    tags: list[tuple[str, int]] = field(default_factory=list)
     chunks: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     # (doc_id, kind) -> the row; the last mark of a key wins
     marks: dict[tuple[int, str], tuple[int, str, str, str, str, str | None]] = field(
@@ -44,6 +64,12 @@ class PendingRows:
 
     def question(self, doc_id: int, position: int, text: str) -> None:
         self.questions.append((doc_id, position, text))
+
+    def document_text(self, doc_id: int, title: str, tags: list[str], tags_json: str,
+                      body: str) -> None:
+        """A new document's FTS and tag rows (updates keep their triggers)."""
+        self.texts.append((doc_id, title, tags_json, body))
+        self.tags += tag_rows(doc_id, tags)
 
     def chunk(self, doc_id: int, position: int, start: int, end: int) -> None:
         self.chunks.append((doc_id, position,
@@ -62,14 +88,44 @@ class PendingRows:
                          [(doc_id, kind) for kind in kinds])
 
     def flush(self, conn: Connection) -> None:
+        if self.texts:
+            conn.executemany(_INSERT_DOCUMENTS_FTS, self.texts)
+            conn.executemany("INSERT INTO titles_fts (rowid, title) VALUES (?, ?)",
+                             [(t[0], t[1]) for t in self.texts])
+            conn.executemany("INSERT OR IGNORE INTO document_tags (tag, doc_id) VALUES (?, ?)",
+                             self.tags)
         if self.chunks:
             conn.executemany("INSERT INTO document_chunks (doc_id, position, vector_id, "
                              "start_char, end_char) VALUES (?, ?, ?, ?, ?)", self.chunks)
         if self.questions:
             conn.executemany("INSERT INTO hype_questions (doc_id, position, question) "
                              "VALUES (?, ?, ?)", self.questions)
+            _insert_question_texts(conn, question_texts(self.questions))
         if self.vectors:
             _vectors.insert_many(conn, self.vectors)
         if self.marks:
             conn.executemany(_UPSERT_DERIVED, list(self.marks.values()))
         self.vectors, self.questions, self.chunks, self.marks = [], [], [], {}
+        self.texts, self.tags = [], []
+
+
+def _insert_question_texts(conn: Connection, rows: list[tuple[int, str]]) -> None:
+    """questions_fts rows of documents whose old row was deleted (or that
+    never had one). A row still there for such an id (left by damage: the
+    old per-row trigger deleted first) is replaced, as the trigger did."""
+    insert = "INSERT INTO questions_fts (rowid, questions) VALUES (?, ?)"
+    try:
+        conn.executemany(insert, rows)
+    except Exception:  # the binding's IntegrityError: that rowid is taken
+        conn.executemany("DELETE FROM questions_fts WHERE rowid = ?", [(r[0],) for r in rows])
+        conn.executemany(insert, rows)
+
+
+def question_texts(questions: list[tuple[int, int, str]]) -> list[tuple[int, str]]:
+    """(doc_id, its questions joined by a newline in position order): the
+    questions_fts row of each document in ``questions``."""
+    by_doc: dict[int, list[tuple[int, str]]] = {}
+    for doc_id, position, text in questions:
+        by_doc.setdefault(doc_id, []).append((position, text))
+    return [(doc_id, "\n".join(text for _, text in sorted(rows)))
+            for doc_id, rows in by_doc.items()]
