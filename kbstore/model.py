@@ -21,6 +21,13 @@ OK, PENDING = "ok", "pending"
 DOC_TYPES = ("entry", "skill", "journal")
 
 
+def tag_key(tag: str) -> str:
+    """A tag's exact-lookup key (document_tags rows): trimmed and lower-cased
+    as the query's words are (Python's full Unicode rule; SQLite's own lower()
+    changes ASCII letters only, so "Ärger" would never meet the query "ärger")."""
+    return tag.strip().lower()
+
+
 def embedding_text(title: str, tags: Sequence[str], body: str) -> str:
     """The text embedded for a document (seed 000): title, tags, body."""
     return f"{title}. Tags: {', '.join(tags)}. {body}"

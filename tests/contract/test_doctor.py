@@ -79,3 +79,23 @@ def test_cli_doctor_does_not_create_a_missing_database(backend, run_cli, fix_fla
     assert result.exit_code == 1
     assert "no database" in result.output
     assert not backend.exists(missing)
+
+
+def test_non_ascii_tags_are_healthy_and_match_a_query(location: str) -> None:
+    """Tags with capital non-ASCII letters ("Ärger", "ÉCOLE"): the exact-tag
+    rows, doctor's expectation and the query's words use one rule, so a
+    fresh store is healthy (doctor used to fail it for ever) and the query
+    "ärger" finds the document through its tag."""
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=False) as store:
+        store.upsert("user/mood.md", title="Mood", body="notes", tags=["Ärger", " ÉCOLE "])
+        store.upsert("user/other.md", title="Other", body="notes about ärger", tags=["misc"])
+        report = diagnose(store)
+        assert report.ok, [c.to_dict() for c in report.problems]
+        hits = store.search("ärger", explain=True)
+        tagged = next(h for h in hits if h.path == "user/mood.md")
+        assert tagged.explain["ranks"]["frontmatter"] == 1, tagged.explain
+        assert hits[0].path == "user/mood.md"
+        assert [h.path for h in store.search("école")][0] == "user/mood.md"
+        store.upsert("user/mood.md", title="Mood", body="notes", tags=["ÜBEL"])
+        assert diagnose(store).ok
+        assert store.search("übel", explain=True)[0].explain["ranks"]["frontmatter"] == 1

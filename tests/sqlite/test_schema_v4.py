@@ -149,17 +149,18 @@ def test_a_v3_file_is_upgraded_with_its_index_rows_intact(db_path: Path, fake_ll
 
 
 @pytest.mark.parametrize("tags", [["Ceramics", " glaze ", "  ", "GLAZE"], ["Ärger", "ÄRGER"],
-                                  ["\tTab", "Straße", "İstanbul", ""], []])
-def test_tag_rows_are_what_the_v3_trigger_wrote(tags: list[str]) -> None:
-    """SQLite's lower() changes ASCII letters only and trim() spaces only:
-    the rows the backend writes match the old trigger's SQL on any text."""
-    from kbstore.backends.sqlite.connection import binding
+                                  ["\tTab", "Straße", "ÉCOLE", ""], []])
+def test_tag_rows_use_the_query_words_rule(tags: list[str]) -> None:
+    """One row per distinct non-blank tag, trimmed and lower-cased with the
+    rule the query's words get (full Unicode: SQLite's lower() would leave
+    "Ä" and never meet the query word "ärger")."""
     from kbstore.backends.sqlite.pending import tag_rows
+    from kbstore.model import tag_key
+    from kbstore.query import query_terms
 
-    conn = binding().connect(":memory:")
-    try:
-        by_sql = conn.execute("SELECT DISTINCT lower(trim(value)), 7 FROM json_each(?) "
-                              "WHERE trim(value) <> ''", (json.dumps(tags),)).fetchall()
-    finally:
-        conn.close()
-    assert sorted(tag_rows(7, tags)) == sorted(by_sql)
+    rows = tag_rows(7, tags)
+    assert len(rows) == len({r[0] for r in rows}) and all(r[1] == 7 for r in rows)
+    assert {r[0] for r in rows} == {t.strip().lower() for t in tags if t.strip()}
+    for tag in tags:  # a one-word tag's key is the word the query analysis makes of it
+        if tag.strip().isalpha():
+            assert query_terms(tag) == [tag_key(tag)]

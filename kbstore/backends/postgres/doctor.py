@@ -24,6 +24,7 @@ from ...model import (
     HYPE_VECTORS,
     Check,
     Document,
+    tag_key,
 )
 from ...redact import redact
 from ..checks import derived_checks
@@ -215,8 +216,7 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
            if int(totals[2 * n]) != int(totals[2 * n + 1])]
     checks.append(Check("fts_totals", len(off), f"BM25 totals disagree with the postings: "
                         f"{', '.join(off)}" if off else "", sample=off))
-    want_tags = {(t.strip().lower(), d) for d, doc in docs.items() for t in doc.tags
-                 if t.strip()}
+    want_tags = {(tag_key(t), d) for d, doc in docs.items() for t in doc.tags if tag_key(t)}
     have_tags = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
     add("tag_rows", {d for _, d in want_tags ^ have_tags},
         "documents whose exact-tag rows disagree with their tags")

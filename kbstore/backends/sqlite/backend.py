@@ -410,6 +410,7 @@ class SQLiteBackend:
                 "UPDATE documents SET title = ?, tags = ?, body = ?, topic = ?, doc_type = ?, "
                 "created = ?, updated = ?, content_hash = ?, extra = ? WHERE id = ?",
                 (*values, now.key))
+            pending.replace_tags(self.conn, now.key, doc.tags)
         return now.key
 
     def _replace_questions(self, doc_id: int, topic: str, doc_type: str, change: Change,

@@ -23,6 +23,7 @@ from ...model import (
     Check,
     Document,
     fingerprint_id,
+    tag_key,
 )
 from ..checks import derived_checks
 from . import vectors as _vectors
@@ -153,7 +154,7 @@ def _ids(conn: Connection, sql: str, *args: Any) -> set[int]:
 
 
 def _tag_rows(docs: dict[int, Document]) -> set[tuple[str, int]]:
-    return {(t.strip().lower(), d) for d, doc in docs.items() for t in doc.tags if t.strip()}
+    return {(tag_key(t), d) for d, doc in docs.items() for t in doc.tags if tag_key(t)}
 
 
 def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Check]:
@@ -314,9 +315,8 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
             actions.append("rebuilt the FTS5 indexes from the documents and questions")
         if "tag_rows" in bad:
             conn.execute("DELETE FROM document_tags")
-            conn.execute("INSERT OR IGNORE INTO document_tags (tag, doc_id) SELECT "
-                         "lower(trim(j.value)), d.id FROM documents d, json_each(d.tags) j "
-                         "WHERE trim(j.value) <> ''")
+            conn.executemany("INSERT OR IGNORE INTO document_tags (tag, doc_id) VALUES (?, ?)",
+                             sorted(_tag_rows(_documents(conn))))
             actions.append("rebuilt the exact-tag rows")
         if "vector_table" in bad:
             actions += _rebuild_vector_table(conn)

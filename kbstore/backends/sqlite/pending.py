@@ -17,9 +17,9 @@ touch the same document.
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass, field
 
+from ...model import tag_key
 from . import vectors as _vectors
 from .connection import Connection
 
@@ -33,15 +33,9 @@ _UPSERT_DERIVED = (
 
 _INSERT_DOCUMENTS_FTS = ("INSERT INTO documents_fts (rowid, title, tags, body) "
                          "VALUES (?, ?, ?, ?)")
-# SQLite's lower() (without ICU) changes ASCII letters only, trim() spaces only.
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
 def tag_rows(doc_id: int, tags: list[str]) -> list[tuple[str, int]]:
-    """The document_tags rows of a document: what the schema-v3 trigger wrote
-    (lower(trim(tag)) per tag, blanks skipped, repeats once)."""
-    cleaned = (t.strip(" ").translate(_ASCII_LOWER) for t in tags)
-    return [(tag, doc_id) for tag in dict.fromkeys(t for t in cleaned if t)]
+    """The document_tags rows of a document: one per distinct non-blank key."""
+    return [(key, doc_id) for key in dict.fromkeys(tag_key(t) for t in tags) if key]
 
 
 @dataclass
@@ -67,8 +61,14 @@ class PendingRows:
 
     def document_text(self, doc_id: int, title: str, tags: list[str], tags_json: str,
                       body: str) -> None:
-        """A new document's FTS and tag rows (updates keep their triggers)."""
+        """A new document's FTS and tag rows (updates keep their FTS triggers)."""
         self.texts.append((doc_id, title, tags_json, body))
+        self.tags += tag_rows(doc_id, tags)
+
+    def replace_tags(self, conn: Connection, doc_id: int, tags: list[str]) -> None:
+        """An updated document's tag rows, by tag_key: the UPDATE trigger (kept
+        for edits in the sqlite3 shell) lower-cases ASCII letters only."""
+        conn.execute("DELETE FROM document_tags WHERE doc_id = ?", (doc_id,))
         self.tags += tag_rows(doc_id, tags)
 
     def chunk(self, doc_id: int, position: int, start: int, end: int) -> None:
@@ -92,6 +92,7 @@ class PendingRows:
             conn.executemany(_INSERT_DOCUMENTS_FTS, self.texts)
             conn.executemany("INSERT INTO titles_fts (rowid, title) VALUES (?, ?)",
                              [(t[0], t[1]) for t in self.texts])
+        if self.tags:
             conn.executemany("INSERT OR IGNORE INTO document_tags (tag, doc_id) VALUES (?, ?)",
                              self.tags)
         if self.chunks:
