@@ -187,6 +187,37 @@ def test_latest_question_gets_the_newest_relevant_entry(kb: KnowledgeStore) -> N
     assert forced_off[0].path == f"journal/{_ago(300)}-dentist.md"
 
 
+@pytest.mark.parametrize("question", ["any news about the dentist",
+                                      "which dentist did I see in the end"])
+def test_news_and_in_the_end_are_latest_questions(kb: KnowledgeStore, question: str) -> None:
+    _dentist(kb)
+    hits = kb.search(question, explain=True, now=NOW)
+    assert hits[0].path == f"journal/{_ago(20)}-dentist.md"
+    assert hits[0].explain["latest_rank"] == 1
+    assert kb.search(question, latest=False, now=NOW)[0].path == f"journal/{_ago(300)}-dentist.md"
+
+
+def test_latest_orders_journal_entries_not_recently_edited_reference_entries(
+        kb: KnowledgeStore) -> None:
+    # A reference entry edited yesterday is not the latest event: the newest
+    # journal entry on the topic answers "when was the last restore test".
+    kb.upsert(f"journal/{_ago(200)}-restore.md", title="Restore test", updated=_ago(200),
+              body=f"restore test of the backup went fine {filler(10)}")
+    kb.upsert(f"journal/{_ago(30)}-restore.md", title="Restore test again", updated=_ago(30),
+              body=f"restore test of the backup found missing files {filler(12, 'b')}")
+    kb.upsert("domains/backup.md", title="Backup and restore test procedure", updated=_ago(1),
+              body=f"how to run a restore test of the backup {filler(8, 'c')}")
+    question = "when was the last restore test of the backup"
+    hits = kb.search(question, now=NOW, explain=True)
+    assert hits[0].path == f"journal/{_ago(30)}-restore.md"
+    entry = next(h for h in hits if h.path == "domains/backup.md")
+    assert entry.explain["latest_rank"] is None
+    # without the journal-only rule the edited entry (newest `updated`) would lead
+    off = kb.search(question, now=NOW, latest=False, explain=True)
+    assert [h.path for h in off].index("domains/backup.md") < [h.path for h in off].index(
+        f"journal/{_ago(30)}-restore.md")
+
+
 def test_latest_question_reorders_only_the_best_few(kb: KnowledgeStore) -> None:
     # Seven newer entries that each share a word or two with the question,
     # one older entry that is the answer: a "latest" question must not let

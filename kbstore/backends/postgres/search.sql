@@ -32,7 +32,7 @@
 -- then two bounded factors: the document-type boost and, for journal
 -- entries, recency 1 - recency_weight * (1 - 2^(-age_days / half_life_days))
 -- from `updated`, age at `now` (half_life_days empty: off). A "latest"
--- question (latest = true): the dated hits among the latest_top best by
+-- question (latest = true): the dated journal hits among the latest_top best by
 -- relevance x boost, at least latest_ratio x the best, come first, newest
 -- first. min_similarity (the confidence floor): when no hit's best vector
 -- (document, chunk or question) is that similar to the query, nothing is
@@ -413,8 +413,9 @@ kept AS (
 ),
 latest AS (
     -- eligible: dated, among the latest_top best by evidence and close to
-    -- the best (recency left out: being new must not make an entry relevant)
-    SELECT *, CASE WHEN (:'latest')::boolean AND evidence > 0
+    -- the best (recency left out: being new must not make an entry relevant);
+    -- journal entries only (an entry's `updated` is its last edit, not an event)
+    SELECT *, CASE WHEN (:'latest')::boolean AND evidence > 0 AND doc_type = 'journal'
                         AND coalesce(updated, created) IS NOT NULL
                         AND evidence_rank <= (:'latest_top')::integer
                         AND evidence >= (:'latest_ratio')::float8 * max(evidence) OVER ()

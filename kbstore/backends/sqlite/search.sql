@@ -34,8 +34,8 @@
 --            age from `updated` at :now; never below 1 - :recency_weight
 --            (:half_life_days NULL: off, factor 1)
 -- score = relevance * boost * recency, except for a "latest" question
--- (:latest = 1: "last time", "most recent", ...): the dated hits among the
--- :latest_top best by relevance * boost whose relevance * boost is at least
+-- (:latest = 1: "last time", "most recent", ...): the dated journal hits among
+-- the :latest_top best by relevance * boost whose relevance * boost is at least
 -- :latest_ratio x the best come first, newest first (by updated, else
 -- created); their score is
 -- best * (2 - (latest_rank - 1) / n_latest).
@@ -350,8 +350,12 @@ latest AS (
     -- eligible: dated, among the :latest_top best by evidence and close to
     -- the best (recency left out: being new must not make an entry
     -- relevant; the top few only, so the newest entries cannot push the
-    -- evidence out of the first results when all scores are close)
-    SELECT *, CASE WHEN :latest AND evidence > 0 AND coalesce(updated, created) IS NOT NULL
+    -- evidence out of the first results when all scores are close).
+    -- Journal entries only: their date is the date of what they record; a
+    -- reference entry's `updated` is its last edit (an overview touched
+    -- yesterday is not the latest event), so entries keep their evidence order
+    SELECT *, CASE WHEN :latest AND evidence > 0 AND doc_type = 'journal'
+                        AND coalesce(updated, created) IS NOT NULL
                         AND evidence_rank <= :latest_top
                         AND evidence >= :latest_ratio * max(evidence) OVER ()
                    THEN 1 ELSE 0 END AS in_latest,
