@@ -156,6 +156,23 @@ def test_date_queries_match_created_and_updated(journal: KnowledgeStore, query: 
     assert all(h.explain["ranks"]["date"] is None for h in undated)
 
 
+def test_dates_match_journal_entries_not_the_edit_dates_of_reference_entries(
+        journal: KnowledgeStore) -> None:
+    # An entry last edited in March says nothing about what happened in March;
+    # the date list is for journal entries, whose date is that of the event.
+    journal.upsert("projects/rent.md", title="Flat and rent", created="2024-03-02",
+                   updated="2024-03-20", body=f"the rent goes up from january {filler(9, 'r')}")
+    hits = {h.path: h for h in journal.search("what happened with the kiln in March",
+                                              explain=True, now=NOW)}
+    assert hits["journal/2024-03-12-kiln.md"].explain["ranks"]["date"] == 1
+    assert "projects/rent.md" not in hits or hits["projects/rent.md"].explain["ranks"][
+        "date"] is None
+    rent = {h.path: h for h in journal.search("what will the rent be from March",
+                                              explain=True, now=NOW)}
+    assert rent["projects/rent.md"].explain["ranks"]["date"] is None
+    assert rent["projects/rent.md"].explain["ranks"]["fts"] == 1
+
+
 def test_relative_dates_follow_now(journal: KnowledgeStore) -> None:
     later = (dt.datetime.fromisoformat(NOW) + dt.timedelta(days=40)).isoformat()
     hits = journal.search("what did I do yesterday", explain=True, now=later)

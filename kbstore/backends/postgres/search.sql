@@ -19,7 +19,7 @@
 --         the mean similarity of its hype_top best questions
 --   hype_fts  BM25 over each document's HyPE questions (question_postings /
 --         question_totals, the same formula, one column)
---   date  documents created or updated inside a date range of the query
+--   date  journal entries created or updated inside a date range of the query
 --         (date_ranges), in the order of their text/vector evidence
 -- One partial HNSW index per kind, so one document's many chunk or question
 -- vectors cannot crowd out others; the topic filter runs inside the index
@@ -293,12 +293,12 @@ date_hits AS (
     SELECT d.id AS doc_id FROM date_range AS r
     JOIN documents AS d ON d.updated COLLATE "C" >= r.start_day
                        AND d.updated COLLATE "C" < r.end_day
-    WHERE nullif(:'topic', '') IS NULL OR d.topic = :'topic'
+    WHERE (nullif(:'topic', '') IS NULL OR d.topic = :'topic') AND d.doc_type = 'journal'
     UNION
     SELECT d.id FROM date_range AS r
     JOIN documents AS d ON d.created COLLATE "C" >= r.start_day
                        AND d.created COLLATE "C" < r.end_day
-    WHERE nullif(:'topic', '') IS NULL OR d.topic = :'topic'
+    WHERE (nullif(:'topic', '') IS NULL OR d.topic = :'topic') AND d.doc_type = 'journal'
 ),
 date_ranked AS (
     SELECT h.doc_id, 1.0::float8 AS score,
