@@ -23,7 +23,11 @@ def components(col: Collection, settings: dict[str, Any]) -> Components:
     """Per query and document: (fm rank, fm weight, fts rank, bm25, vec rank,
     cosine, hype rank, question cosine, hype_fts rank) from the statement's
     explain output."""
-    s = {**settings}
+    # Title-only hits at full weight: the grid's w_fm is the effective title
+    # weight (re-run as w_fm_title, see title_weight), so the explain output
+    # must not carry the default w_fm_title already (it did: the grid scored
+    # w_fm x 0.25 and re-ran w_fm). The fm list's order does not depend on it.
+    s = {**settings, "w_fm_title": 1.0}
     limit = min(1000, sum(int(s.get(k, d)) for k, d in (
         ("fm_limit", 100), ("fts_limit", 100), ("vec_limit", 100), ("vec_limit", 100))))
     out: Components = {}
