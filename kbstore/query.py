@@ -45,11 +45,11 @@ where which while who whom why will with would you your yours yourself yourselve
 # collections have no tags: w_fm_title is what was measured there; an exact
 # tag match, curated metadata, keeps the frontmatter weight w_fm (1.0).
 # w_fm_title 0 (title words alone earn no frontmatter credit; titles still
-# weigh w_title inside BM25): chosen on CISI, where title-word overlap with
-# its long queries is noise (nDCG@10 0.439 -> 0.457 through the statement).
-# Elsewhere it costs a little but keeps every target: Cranfield 0.424 ->
-# 0.419, SciFact 0.715 -> 0.712, with HyPE Cranfield 0.448 -> 0.448, CISI
-# 0.477 -> 0.474; picobot_kb 0.829 -> 0.830, sessions 0.779 -> 0.778.
+# weigh w_title inside BM25): chosen on CISI, where title-word overlap
+# with its long queries is noise (fused in Python from the statement's
+# explain output, nDCG@10 0.4465 -> 0.4582), confirmed on Cranfield (0.4191
+# -> 0.4198), SciFact (0.7141 -> 0.7154) and the agent-memory sets
+# (picobot_kb 0.829 -> 0.830, sessions 0.779 -> 0.778).
 DEFAULTS: dict[str, Any] = {
     "fusion": "rrf", "k_rrf": 20.0, "w_fm": 1.0, "w_fm_title": 0.0, "w_fts": 1.0,
     "w_vec": 1.0, "w_hype": 1.0, "w_hype_fts": 1.5, "w_date": 1.5,
