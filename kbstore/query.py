@@ -42,16 +42,10 @@ where which while who whom why will with would you your yours yourself yourselve
 # overlap is a weak, BM25-correlated signal; at k=60 a stray rank-1 counts as
 # much as a real one). k=20 and w_fm=0.25: +0.034 / +0.041 / +0.019 nDCG@10
 # over the best single retriever (SciFact / Cranfield / CISI). Those
-# collections have no tags: w_fm_title is what was measured there; an exact
+# collections have no tags: w_fm_title (0.25) is what was measured; an exact
 # tag match, curated metadata, keeps the frontmatter weight w_fm (1.0).
-# w_fm_title 0 (title words alone earn no frontmatter credit; titles still
-# weigh w_title inside BM25): chosen on CISI, where title-word overlap
-# with its long queries is noise (fused in Python from the statement's
-# explain output, nDCG@10 0.4465 -> 0.4582), confirmed on Cranfield (0.4191
-# -> 0.4198), SciFact (0.7141 -> 0.7154) and the agent-memory sets
-# (picobot_kb 0.829 -> 0.830, sessions 0.779 -> 0.778).
 DEFAULTS: dict[str, Any] = {
-    "fusion": "rrf", "k_rrf": 20.0, "w_fm": 1.0, "w_fm_title": 0.0, "w_fts": 1.0,
+    "fusion": "rrf", "k_rrf": 20.0, "w_fm": 1.0, "w_fm_title": 0.25, "w_fts": 1.0,
     "w_vec": 1.0, "w_hype": 1.0, "w_hype_fts": 1.5, "w_date": 1.5,
     # HyPE: a document's question-vector score is the mean of its hype_top best
     # questions (chosen on Cranfield, see benchmarks/results/quality.md).
@@ -91,8 +85,7 @@ DEFAULTS: dict[str, Any] = {
 # by default). A stored value equal to one of these was never chosen by
 # anyone, so today's default applies to that database too.
 LEGACY_DEFAULTS: dict[str, Any] = {"boost_skill": 1.2, "boost_journal": 0.8,
-                                   "half_life_days": 30.0, "min_similarity": None,
-                                   "w_fm_title": 0.25}
+                                   "half_life_days": 30.0, "min_similarity": None}
 FUSIONS = ("rrf", "convex")
 VEC_PLANS = ("auto", "exact", "bits")
 VEC_K_MAX = 4096  # sqlite-vec's cap on k

@@ -77,11 +77,8 @@ def test_search_scores_equal_reference_from_explained_ranks(backend, docs, query
         assert any(r is not None for r in ranks.values())
         # a frontmatter hit weighs w_fm x the share of the query's words its
         # tags cover, or w_fm x w_fm_title for a title match, whichever is more
-        # (w_fm_title is 0 by default: a title-only hit keeps its rank, weighs 0)
-        fm_factor = hit.explain["frontmatter_weight"]
-        if ranks["frontmatter"] is None:
-            fm_factor = 1.0
-        assert 0.0 <= fm_factor <= 1.0
+        fm_factor = hit.explain["frontmatter_weight"] or 1.0
+        assert 0.0 < fm_factor <= 1.0
         hit_weights = {**weights, "fm": weights["fm"] * fm_factor}
         base = rrf_reference({n: ({0: ranks[EXPLAIN_NAMES[n]]} if ranks[EXPLAIN_NAMES[n]]
                                   else {}) for n in LIST_WEIGHTS}, hit_weights, k).get(0, 0.0)

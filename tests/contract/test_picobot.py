@@ -48,9 +48,7 @@ WEIGHTS = {"frontmatter": DEFAULTS["w_fm"], "fts": DEFAULTS["w_fts"], "vector": 
 
 
 def rrf(hit) -> float:
-    fm_factor = hit.explain["frontmatter_weight"]  # w_fm_title for title-only matches
-    if hit.explain["ranks"]["frontmatter"] is None:
-        fm_factor = 1.0
+    fm_factor = hit.explain["frontmatter_weight"] or 1.0  # w_fm_title for title-only matches
     return sum(WEIGHTS[name] * (fm_factor if name == "frontmatter" else 1.0) / (K_RRF + r)
                for name, r in hit.explain["ranks"].items() if r is not None)
 

@@ -316,26 +316,6 @@ def test_a_tag_that_is_a_common_query_word_does_not_dominate(kb: KnowledgeStore)
     assert exact[0].explain["frontmatter_weight"] == 1.0
 
 
-def test_title_words_alone_earn_no_frontmatter_credit_by_default(kb: KnowledgeStore) -> None:
-    # A title sharing two words with a long question is weak evidence (the
-    # words still count in BM25, where titles weigh w_title); tags keep w_fm.
-    kb.upsert("domains/titled.md", title="Library catalogue indexing",
-              body=f"cards {filler(20, 't')}")
-    kb.upsert("domains/tagged.md", title="Notes", body=f"shelves {filler(20, 'g')}",
-              tags=["library catalogue indexing"])
-    question = "library catalogue indexing"
-    hits = {h.path: h for h in kb.search(question, explain=True)}
-    titled, tagged = hits["domains/titled.md"], hits["domains/tagged.md"]
-    assert titled.explain["ranks"]["frontmatter"] is not None
-    assert titled.explain["frontmatter_weight"] == 0.0
-    assert titled.explain["rrf"]["frontmatter"] == 0.0
-    assert tagged.explain["rrf"]["frontmatter"] > 0.0
-    assert kb.search_defaults.get("w_fm_title", 0.0) == 0.0
-    # still settable: the former 0.25
-    old = {h.path: h for h in kb.search(question, explain=True, w_fm_title=0.25)}
-    assert old["domains/titled.md"].explain["rrf"]["frontmatter"] > 0.0
-
-
 # -- the confidence floor ------------------------------------------------------------------
 
 
