@@ -33,8 +33,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks import quality as q_bench
+from benchmarks import quality_data as q_data
+from benchmarks import quality_eval as q_eval
 
-RESULTS = q_bench.RESULTS
+RESULTS = q_data.RESULTS
 EF_SEARCH = (20, 40, 100, 200)
 BATCH = 64  # documents per write transaction, as kbstore's write path batches
 
@@ -71,7 +73,7 @@ DOC_COLUMNS = ("id, path, topic, doc_type, title, tags, body, created, updated, 
                "extra")
 
 
-def sqlite_rows(col: q_bench.Collection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def sqlite_rows(col: q_data.Collection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Documents and vectors exactly as the SQLite knowledge base holds them
     (read from its file: the store exposes no connection)."""
     import sqlean
@@ -149,8 +151,8 @@ def write_cost(url: str, docs: list[tuple[Any, ...]], dim: int) -> dict[str, flo
 # -- running -----------------------------------------------------------------
 
 
-def pg_ranked(conn: Any, col: q_bench.Collection, settings: dict[str, Any], sql_text: str,
-              limit: int = q_bench.DEPTH,
+def pg_ranked(conn: Any, col: q_data.Collection, settings: dict[str, Any], sql_text: str,
+              limit: int = q_data.DEPTH,
               timings: list[float] | None = None) -> dict[str, list[str]]:
     from kbstore.backends.postgres.query import search_params
 
@@ -212,14 +214,14 @@ def ts_rank_statement(rank_sql: str) -> str:
     return sql_text[:start] + replacement + sql_text[end:]
 
 
-def ts_rank_ranked(conn: Any, col: q_bench.Collection, settings: dict[str, Any],
+def ts_rank_ranked(conn: Any, col: q_data.Collection, settings: dict[str, Any],
                    rank_sql: str) -> dict[str, list[str]]:
     from kbstore.backends.postgres.query import search_params
 
     sql_text = TS_RANK_FTS.format(rank=rank_sql)
     out = {}
     for qid, text in col.queries.items():
-        params = search_params(text, None, topic=None, limit=q_bench.DEPTH, **settings)
+        params = search_params(text, None, topic=None, limit=q_data.DEPTH, **settings)
         rows = conn.execute(sql_text, {"fts_terms": params["fts_terms"]}).fetchall()
         out[qid] = [r[1][len("domains/"):-len(".md")] for r in rows]
     return out
@@ -239,7 +241,7 @@ def knn_path(conn: Any, params: dict[str, str]) -> str:
     return "HNSW" if "vectors_doc_hnsw" in doc_part else "exact"
 
 
-def exact_top10(col: q_bench.Collection, docs_vecs: np.ndarray,
+def exact_top10(col: q_data.Collection, docs_vecs: np.ndarray,
                 ids: list[str]) -> dict[str, set[str]]:
     out = {}
     for qid, text in col.queries.items():
@@ -248,7 +250,7 @@ def exact_top10(col: q_bench.Collection, docs_vecs: np.ndarray,
     return out
 
 
-def statement_recall(conn: Any, col: q_bench.Collection, exact: dict[str, set[str]],
+def statement_recall(conn: Any, col: q_data.Collection, exact: dict[str, set[str]],
                      k_doc: int | None) -> dict[str, Any]:
     """The vector retriever alone through the statement (the planner picks
     HNSW or an exact sort) vs exact numpy cosine, at search(limit=10)."""
@@ -268,7 +270,7 @@ INDEX_KNN = ("SELECT d.path FROM vectors AS v JOIN documents AS d ON d.id = v.do
              "WHERE v.slot = 0 ORDER BY v.embedding <=> %s::vector LIMIT %s")
 
 
-def index_recall(conn: Any, col: q_bench.Collection, exact: dict[str, set[str]],
+def index_recall(conn: Any, col: q_data.Collection, exact: dict[str, set[str]],
                  ef: int, k: int) -> dict[str, Any]:
     """The HNSW index itself: a plain KNN with the planner pushed onto the
     index (no seq scan, no sort), top 10 of k results vs exact."""
@@ -303,7 +305,7 @@ def _statement() -> str:
     return statement()
 
 
-def sqlite_timed(col: q_bench.Collection, settings: dict[str, Any], timings: list[float]) -> None:
+def sqlite_timed(col: q_data.Collection, settings: dict[str, Any], timings: list[float]) -> None:
     for text in col.queries.values():
         vector = col.embedder.embed_queries([text])[0]
         t0 = time.perf_counter()
@@ -315,7 +317,7 @@ def sqlite_timed(col: q_bench.Collection, settings: dict[str, Any], timings: lis
 
 
 def run_collection(url: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
-    col = q_bench.Collection(name, args.data_dir, args.cache_dir)
+    col = q_data.Collection(name, args.data_dir, args.cache_dir)
     col.open()
     docs, vecs = sqlite_rows(col)
     dim = col.embedder.dim
@@ -339,14 +341,14 @@ def run_collection(url: str, name: str, args: argparse.Namespace) -> dict[str, A
         "table_bytes": sizes, "methods": {},
     }
     sql_text = _statement()
-    methods = {"FTS alone": q_bench.FTS_ONLY, "vectors alone": q_bench.VEC_ONLY, **{
-        k: v for k, v in q_bench.BASE_METHODS.items() if k not in ("FTS5 alone", "vectors alone")}}
+    methods = {"FTS alone": q_eval.FTS_ONLY, "vectors alone": q_eval.VEC_ONLY, **{
+        k: v for k, v in q_eval.BASE_METHODS.items() if k not in ("FTS5 alone", "vectors alone")}}
     ranked_sqlite, ranked_pg = {}, {}
     for label, settings in methods.items():
-        ranked_sqlite[label] = q_bench.kbstore_ranked(col, settings)
+        ranked_sqlite[label] = q_eval.kbstore_ranked(col, settings)
         ranked_pg[label] = pg_ranked(conn, col, settings, sql_text)
-        s = q_bench.evaluate(col.qrels, ranked_sqlite[label])
-        p = q_bench.evaluate(col.qrels, ranked_pg[label])
+        s = q_eval.evaluate(col.qrels, ranked_sqlite[label])
+        p = q_eval.evaluate(col.qrels, ranked_pg[label])
         result["methods"][label] = {
             "settings": settings, "sqlite": s, "postgres": p,
             "agreement": agreement(ranked_sqlite[label], ranked_pg[label])}
@@ -357,8 +359,8 @@ def run_collection(url: str, name: str, args: argparse.Namespace) -> dict[str, A
     for label, (fn, norm) in {"ts_rank": ("ts_rank", 0), "ts_rank, norm 1 (log length)":
                               ("ts_rank", 1), "ts_rank_cd": ("ts_rank_cd", 0)}.items():
         expr = ts_rank_expr({}, fn, norm)
-        alone = q_bench.evaluate(col.qrels, ts_rank_ranked(conn, col, q_bench.FTS_ONLY, expr))
-        fused = q_bench.evaluate(col.qrels, pg_ranked(conn, col, {}, ts_rank_statement(expr)))
+        alone = q_eval.evaluate(col.qrels, ts_rank_ranked(conn, col, q_eval.FTS_ONLY, expr))
+        fused = q_eval.evaluate(col.qrels, pg_ranked(conn, col, {}, ts_rank_statement(expr)))
         ts[label] = {"alone": alone, "hybrid default": fused}
         print(f"  {label:44s} alone {alone['ndcg@10']:.3f}  in hybrid default "
               f"{fused['ndcg@10']:.3f}", flush=True)
@@ -383,7 +385,7 @@ def run_collection(url: str, name: str, args: argparse.Namespace) -> dict[str, A
         print(f"  {key:48s} recall@10 {v['recall@10']:.4f}  p50 {v['p50_ms']:.2f} ms  "
               f"{v['plan']}", flush=True)
     result["hnsw_recall@10"] = recall
-    result["sqlite_vector_recall@10"] = q_bench.vector_recall(col, {})
+    result["sqlite_vector_recall@10"] = q_eval.vector_recall(col, {})
     # latency of the default hybrid at limit 10, side by side (small collections)
     pg_t: list[float] = []
     sq_t: list[float] = []
@@ -538,9 +540,9 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--url", help="PostgreSQL server (default: KBSTORE_TEST_PG_URL or bundled)")
-    p.add_argument("--data-dir", type=Path, default=q_bench.DEFAULT_DATA)
+    p.add_argument("--data-dir", type=Path, default=q_data.DEFAULT_DATA)
     p.add_argument("--datasets", default="scifact,cranfield,cisi")
-    p.add_argument("--cache-dir", type=Path, default=q_bench.DEFAULT_CACHE)
+    p.add_argument("--cache-dir", type=Path, default=q_data.DEFAULT_CACHE)
     p.add_argument("--results-dir", type=Path, default=RESULTS)
     p.add_argument("--report-only", action="store_true",
                    help="only rewrite pg_quality.md from pg_quality.json")

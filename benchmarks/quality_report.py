@@ -30,6 +30,12 @@ entries: recency, the date list, "latest" and the type factors never apply here.
   never scores below HyPE off on either collection. Each HyPE list alone: question vectors
   0.380 / 0.443, question text (BM25 over questions_fts) 0.389 / 0.383.
 - SciFact: see its section if present; it has no shipped questions.
+- Tried in the issue-13 follow-up and not adopted: w_fm_title 0 (no credit for title-word
+  overlap alone), chosen on CISI: CISI 0.439 -> 0.457 (+0.032 over vectors alone), but
+  Cranfield 0.424 -> 0.419, SciFact 0.715 -> 0.712, CISI with HyPE 0.477 -> 0.474, and with no
+  title credit a one-word tag tipped a close case on PostgreSQL (contract test). The tuning
+  grid scored its w_fm rows at w_fm x 0.25 and re-ran them as w_fm_title = w_fm (fixed in
+  quality_tuning.components): grid choices of w_fm_title above were read on a 4x scale.
 """
 
 

@@ -38,7 +38,8 @@ if tree:
     sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f)]
     sys.path.insert(0, tree)
 import kbstore
-from benchmarks.quality import DEFAULT_CACHE, DEFAULT_DATA, Collection, kbstore_ranked
+from benchmarks.quality_data import DEFAULT_CACHE, DEFAULT_DATA, Collection
+from benchmarks.quality_eval import kbstore_ranked
 from benchmarks.ranking_diff import METHODS
 name, out = sys.argv[1], sys.argv[2]
 col = Collection(name, DEFAULT_DATA, DEFAULT_CACHE)
@@ -59,7 +60,8 @@ def run_tree(name: str, tree: Path | None, out: Path) -> dict[str, Any]:
 
 
 def compare(name: str, other: Path) -> dict[str, Any]:
-    from benchmarks.quality import DEFAULT_DATA, evaluate, load_dataset
+    from benchmarks.quality_data import DEFAULT_DATA, load_dataset
+    from benchmarks.quality_eval import evaluate
 
     qrels = load_dataset(DEFAULT_DATA / name)[2]
     with tempfile.TemporaryDirectory() as tmp:

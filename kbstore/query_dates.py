@@ -11,7 +11,8 @@ to ``now``. The search statement matches these ranges against documents'
 
 :func:`wants_latest` spots questions about the newest state of something
 ("when did we last deploy", "the most recent backup", "what is Maya's
-current job", "does she still...").
+current job", "does she still...", "any news on the boiler", "where did
+they go in the end").
 
 :func:`relative_words` are the words that only say *when* ("yesterday",
 "ago", "last week"): they are dropped from the full-text query, where they
@@ -268,7 +269,10 @@ def date_ranges(text: str, now: dt.date) -> list[Range]:
 _LATEST = re.compile(
     r"\b(latest|newest|most\s+recent(?:ly)?|recent(?:ly)?|lately|last\s+time|currently|current|"
     r"nowadays|these\s+days|right\s+now|at\s+the\s+moment|any\s*more|still|so\s+far|"
-    r"up\s+to\s+date|as\s+of\s+now|now)\b"
+    r"up\s+to\s+date|as\s+of\s+now|now|in\s+the\s+end|"
+    # "any news on X", "any update about X": a question about where X stands
+    r"any\s+(?:news|updates?|progress)|what(?:'s|\s+is)\s+new\s+(?:with|on)|"
+    r"how\s+(?:did|does)\b[^?.!]*\bturn(?:ed)?\s+out)\b"
     r"|\b(?:when|what|where|how|who)\b[^?.!]*\b(?:did|was|were|have|has)\b[^?.!]*\blast\b"
     # "how is X doing / going / coming along": a question about the current state
     r"|\bhow(?:'s|\s+is|\s+are|\s+has|\s+have)\b[^?.!]*\b(?:doing|going(?!\s+to\b)|coming\s+along|"

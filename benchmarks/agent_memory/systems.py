@@ -50,10 +50,10 @@ ALL_SYSTEMS = (*KBSTORE_SYSTEMS, *PLAIN_SYSTEMS)
 
 
 def caching_minilm(cache_dir: Path, dataset_name: str) -> Any:
-    """The offline MiniLM embedder behind benchmarks.quality's disk cache, one
+    """The offline MiniLM embedder behind benchmarks.quality_data's disk cache, one
     cache file per dataset and model fingerprint (keys are text hashes, so an
     edited dataset re-embeds only what changed)."""
-    from benchmarks.quality import CachingEmbedder, VectorCache
+    from benchmarks.quality_data import CachingEmbedder, VectorCache
     from kbstore.embed import fingerprint_id
     from kbstore.embed_minilm import MiniLMEmbedder
 

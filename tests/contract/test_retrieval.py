@@ -156,6 +156,23 @@ def test_date_queries_match_created_and_updated(journal: KnowledgeStore, query: 
     assert all(h.explain["ranks"]["date"] is None for h in undated)
 
 
+def test_dates_match_journal_entries_not_the_edit_dates_of_reference_entries(
+        journal: KnowledgeStore) -> None:
+    # An entry last edited in March says nothing about what happened in March;
+    # the date list is for journal entries, whose date is that of the event.
+    journal.upsert("projects/rent.md", title="Flat and rent", created="2024-03-02",
+                   updated="2024-03-20", body=f"the rent goes up from january {filler(9, 'r')}")
+    hits = {h.path: h for h in journal.search("what happened with the kiln in March",
+                                              explain=True, now=NOW)}
+    assert hits["journal/2024-03-12-kiln.md"].explain["ranks"]["date"] == 1
+    assert "projects/rent.md" not in hits or hits["projects/rent.md"].explain["ranks"][
+        "date"] is None
+    rent = {h.path: h for h in journal.search("what will the rent be from March",
+                                              explain=True, now=NOW)}
+    assert rent["projects/rent.md"].explain["ranks"]["date"] is None
+    assert rent["projects/rent.md"].explain["ranks"]["fts"] == 1
+
+
 def test_relative_dates_follow_now(journal: KnowledgeStore) -> None:
     later = (dt.datetime.fromisoformat(NOW) + dt.timedelta(days=40)).isoformat()
     hits = journal.search("what did I do yesterday", explain=True, now=later)
@@ -185,6 +202,37 @@ def test_latest_question_gets_the_newest_relevant_entry(kb: KnowledgeStore) -> N
     assert hits[0].explain["latest_rank"] == 1
     forced_off = kb.search("when did I last see the dentist", latest=False, now=NOW)
     assert forced_off[0].path == f"journal/{_ago(300)}-dentist.md"
+
+
+@pytest.mark.parametrize("question", ["any news about the dentist",
+                                      "which dentist did I see in the end"])
+def test_news_and_in_the_end_are_latest_questions(kb: KnowledgeStore, question: str) -> None:
+    _dentist(kb)
+    hits = kb.search(question, explain=True, now=NOW)
+    assert hits[0].path == f"journal/{_ago(20)}-dentist.md"
+    assert hits[0].explain["latest_rank"] == 1
+    assert kb.search(question, latest=False, now=NOW)[0].path == f"journal/{_ago(300)}-dentist.md"
+
+
+def test_latest_orders_journal_entries_not_recently_edited_reference_entries(
+        kb: KnowledgeStore) -> None:
+    # A reference entry edited yesterday is not the latest event: the newest
+    # journal entry on the topic answers "when was the last restore test".
+    kb.upsert(f"journal/{_ago(200)}-restore.md", title="Restore test", updated=_ago(200),
+              body=f"restore test of the backup went fine {filler(10)}")
+    kb.upsert(f"journal/{_ago(30)}-restore.md", title="Restore test again", updated=_ago(30),
+              body=f"restore test of the backup found missing files {filler(12, 'b')}")
+    kb.upsert("domains/backup.md", title="Backup and restore test procedure", updated=_ago(1),
+              body=f"how to run a restore test of the backup {filler(8, 'c')}")
+    question = "when was the last restore test of the backup"
+    hits = kb.search(question, now=NOW, explain=True)
+    assert hits[0].path == f"journal/{_ago(30)}-restore.md"
+    entry = next(h for h in hits if h.path == "domains/backup.md")
+    assert entry.explain["latest_rank"] is None
+    # without the journal-only rule the edited entry (newest `updated`) would lead
+    off = kb.search(question, now=NOW, latest=False, explain=True)
+    assert [h.path for h in off].index("domains/backup.md") < [h.path for h in off].index(
+        f"journal/{_ago(30)}-restore.md")
 
 
 def test_latest_question_reorders_only_the_best_few(kb: KnowledgeStore) -> None:

@@ -19,7 +19,7 @@
 --         the mean similarity of its hype_top best questions
 --   hype_fts  BM25 over each document's HyPE questions (question_postings /
 --         question_totals, the same formula, one column)
---   date  documents created or updated inside a date range of the query
+--   date  journal entries created or updated inside a date range of the query
 --         (date_ranges), in the order of their text/vector evidence
 -- One partial HNSW index per kind, so one document's many chunk or question
 -- vectors cannot crowd out others; the topic filter runs inside the index
@@ -32,7 +32,7 @@
 -- then two bounded factors: the document-type boost and, for journal
 -- entries, recency 1 - recency_weight * (1 - 2^(-age_days / half_life_days))
 -- from `updated`, age at `now` (half_life_days empty: off). A "latest"
--- question (latest = true): the dated hits among the latest_top best by
+-- question (latest = true): the dated journal hits among the latest_top best by
 -- relevance x boost, at least latest_ratio x the best, come first, newest
 -- first. min_similarity (the confidence floor): when no hit's best vector
 -- (document, chunk or question) is that similar to the query, nothing is
@@ -293,12 +293,12 @@ date_hits AS (
     SELECT d.id AS doc_id FROM date_range AS r
     JOIN documents AS d ON d.updated COLLATE "C" >= r.start_day
                        AND d.updated COLLATE "C" < r.end_day
-    WHERE nullif(:'topic', '') IS NULL OR d.topic = :'topic'
+    WHERE (nullif(:'topic', '') IS NULL OR d.topic = :'topic') AND d.doc_type = 'journal'
     UNION
     SELECT d.id FROM date_range AS r
     JOIN documents AS d ON d.created COLLATE "C" >= r.start_day
                        AND d.created COLLATE "C" < r.end_day
-    WHERE nullif(:'topic', '') IS NULL OR d.topic = :'topic'
+    WHERE (nullif(:'topic', '') IS NULL OR d.topic = :'topic') AND d.doc_type = 'journal'
 ),
 date_ranked AS (
     SELECT h.doc_id, 1.0::float8 AS score,
@@ -413,8 +413,9 @@ kept AS (
 ),
 latest AS (
     -- eligible: dated, among the latest_top best by evidence and close to
-    -- the best (recency left out: being new must not make an entry relevant)
-    SELECT *, CASE WHEN (:'latest')::boolean AND evidence > 0
+    -- the best (recency left out: being new must not make an entry relevant);
+    -- journal entries only (an entry's `updated` is its last edit, not an event)
+    SELECT *, CASE WHEN (:'latest')::boolean AND evidence > 0 AND doc_type = 'journal'
                         AND coalesce(updated, created) IS NOT NULL
                         AND evidence_rank <= (:'latest_top')::integer
                         AND evidence >= (:'latest_ratio')::float8 * max(evidence) OVER ()

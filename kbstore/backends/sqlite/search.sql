@@ -11,7 +11,7 @@
 --   hype  vector KNN over HyPE question vectors; a document scores the mean
 --         similarity of its :hype_top best questions
 --   hype_fts  BM25 over each document's HyPE questions (questions_fts)
---   date  documents created or updated inside a date range of the query
+--   date  journal entries created or updated inside a date range of the query
 --         (:date_ranges, from "on 16 June 2023", "in March", "last week"...),
 --         in the order of their text/vector evidence
 -- Each KNN: a sign-bit prefilter inside one vec0 partition (kind 'doc' |
@@ -34,8 +34,8 @@
 --            age from `updated` at :now; never below 1 - :recency_weight
 --            (:half_life_days NULL: off, factor 1)
 -- score = relevance * boost * recency, except for a "latest" question
--- (:latest = 1: "last time", "most recent", ...): the dated hits among the
--- :latest_top best by relevance * boost whose relevance * boost is at least
+-- (:latest = 1: "last time", "most recent", ...): the dated journal hits among
+-- the :latest_top best by relevance * boost whose relevance * boost is at least
 -- :latest_ratio x the best come first, newest first (by updated, else
 -- created); their score is
 -- best * (2 - (latest_rank - 1) / n_latest).
@@ -230,18 +230,21 @@ hype_fts_ranked AS (
         LIMIT (SELECT :fts_limit)
     )
 ),
--- Documents dated inside a range the query names (ISO strings compare in
--- date order; two index range scans, created and updated).
+-- Journal entries dated inside a range the query names (ISO strings compare
+-- in date order; two index range scans, created and updated). Journals only:
+-- their date is the date of what they record, while a reference entry's
+-- dates are its edits ("what will the rent be from January" is not about
+-- entries edited in January).
 date_hits AS (
     SELECT d.id AS doc_id FROM json_each(:date_ranges) AS r
     JOIN documents AS d ON d.updated >= json_extract(r.value, '$[0]')
                        AND d.updated < json_extract(r.value, '$[1]')
-    WHERE :topic IS NULL OR d.topic = :topic
+    WHERE (:topic IS NULL OR d.topic = :topic) AND d.doc_type = 'journal'
     UNION
     SELECT d.id FROM json_each(:date_ranges) AS r
     JOIN documents AS d ON d.created >= json_extract(r.value, '$[0]')
                        AND d.created < json_extract(r.value, '$[1]')
-    WHERE :topic IS NULL OR d.topic = :topic
+    WHERE (:topic IS NULL OR d.topic = :topic) AND d.doc_type = 'journal'
 ),
 date_ranked AS (
     SELECT h.doc_id, 1.0 AS score,
@@ -350,8 +353,12 @@ latest AS (
     -- eligible: dated, among the :latest_top best by evidence and close to
     -- the best (recency left out: being new must not make an entry
     -- relevant; the top few only, so the newest entries cannot push the
-    -- evidence out of the first results when all scores are close)
-    SELECT *, CASE WHEN :latest AND evidence > 0 AND coalesce(updated, created) IS NOT NULL
+    -- evidence out of the first results when all scores are close).
+    -- Journal entries only: their date is the date of what they record; a
+    -- reference entry's `updated` is its last edit (an overview touched
+    -- yesterday is not the latest event), so entries keep their evidence order
+    SELECT *, CASE WHEN :latest AND evidence > 0 AND doc_type = 'journal'
+                        AND coalesce(updated, created) IS NOT NULL
                         AND evidence_rank <= :latest_top
                         AND evidence >= :latest_ratio * max(evidence) OVER ()
                    THEN 1 ELSE 0 END AS in_latest,
