@@ -157,6 +157,7 @@ class MiniLMEmbedder:
                  query_cache: bool | None = None) -> None:
         self._session: Any = None
         self._tokenizer: Any = None
+        self._query_tokenizer: Any = None  # embed_wordpiece.QueryTokenizer, or False
         self._lock = threading.Lock()
         self.token_budget = token_budget
         self.threads = threads or Settings.from_env().embed_threads
@@ -173,26 +174,62 @@ class MiniLMEmbedder:
                 "document_prefix": "", "query_prefix": "", "max_tokens": MAX_TOKENS}
 
     def _load(self) -> None:
+        """The tokenizer and the session: what embedding documents needs."""
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    from tokenizers import Tokenizer  # type: ignore[import-untyped]
+
+                    _, tokenizer_file = model_files()
+                    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+                    # The shipped tokenizer pads every input to 128; batches are
+                    # padded here, to their own longest row.
+                    tokenizer.no_padding()
+                    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                    self._tokenizer = tokenizer
+        self._load_session()
+
+    def _load_session(self) -> None:
         if self._session is not None:
             return
         with self._lock:
             if self._session is not None:
                 return
             import onnxruntime as ort  # type: ignore[import-untyped]
-            from tokenizers import Tokenizer  # type: ignore[import-untyped]
 
-            model, tokenizer_file = model_files()
-            tokenizer = Tokenizer.from_file(str(tokenizer_file))
-            # The shipped tokenizer pads every input to 128; batches are
-            # padded here, to their own longest row.
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            model, _ = model_files()
             session = ort.InferenceSession(
                 edited_model(model), sess_options=session_options(ort, self.threads),
                 providers=["CPUExecutionProvider"])
             self._inputs = {i.name for i in session.get_inputs()}
-            self._tokenizer = tokenizer
             self._session = session
+
+    def _load_for_query(self) -> None:
+        """What embedding one query needs: the session, and the tokenizer
+        package only when the plain-Python one does not cover the text."""
+        self._query_tokens_tokenizer()
+        self._load_session()
+
+    def _query_tokens_tokenizer(self) -> Any:
+        if self._query_tokenizer is None:
+            from .embed_cache import cache_dir
+            from .embed_wordpiece import load
+
+            _, tokenizer_file = model_files()
+            cached = cache_dir() / f"minilm-vocab-{_model_stamp(tokenizer_file)}.txt"
+            try:
+                self._query_tokenizer = load(tokenizer_file, cached, MAX_TOKENS) or False
+            except (OSError, ValueError):
+                self._query_tokenizer = False
+        return self._query_tokenizer
+
+    def _query_ids(self, text: str) -> list[int]:
+        plain = self._query_tokens_tokenizer()
+        ids = plain.encode(text) if plain else None
+        if ids is None:
+            self._load()
+            ids = list(self._tokenizer.encode(text).ids)
+        return ids
 
     def _fold(self) -> None:
         """Build the folded session and swap it in (calls running on the lean
@@ -220,15 +257,15 @@ class MiniLMEmbedder:
         # exit waits for the fold instead (at most one session start).
         threading.Thread(target=self._fold, name="kbstore-minilm-fold", daemon=False).start()
 
-    def _run(self, encodings: Sequence[Any]) -> np.ndarray:
+    def _run(self, rows: Sequence[Sequence[int]]) -> np.ndarray:
         import numpy as np
 
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), np.int64)  # [PAD] is id 0
-        mask = np.zeros((len(encodings), width), np.int64)
-        for row, encoding in enumerate(encodings):
-            ids[row, :len(encoding.ids)] = encoding.ids
-            mask[row, :len(encoding.ids)] = 1
+        width = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), width), np.int64)  # [PAD] is id 0
+        mask = np.zeros((len(rows), width), np.int64)
+        for row, tokens in enumerate(rows):
+            ids[row, :len(tokens)] = tokens
+            mask[row, :len(tokens)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -247,7 +284,7 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         out = np.zeros((len(texts), self.dim), np.float32)
         for batch in token_batches([len(e.ids) for e in encodings], self.token_budget):
-            out[batch] = self._run([encodings[i] for i in batch])
+            out[batch] = self._run([encodings[i].ids for i in batch])
         return out
 
     # -- queries -------------------------------------------------------------
@@ -277,12 +314,19 @@ class MiniLMEmbedder:
             if cached is not None and len(cached) == 4 * self.dim:
                 self.cache_hits += 1
                 return cached
-        blob: bytes = self.embed_documents([text])[0].tobytes()
+        blob = self._embed_query(text)
         if cache:
             cache.put(text, blob)
         self.model_queries += 1
         self._maybe_fold()
         return blob
+
+    def _embed_query(self, text: str) -> bytes:
+        ids = self._query_ids(text)
+        self._load_session()
+        self.calls += 1
+        vector: bytes = self._run([ids])[0].tobytes()
+        return vector
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # One text is a search; lists are HyPE questions, embedded in bulk

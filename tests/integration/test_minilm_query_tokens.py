@@ -1,0 +1,121 @@
+"""Integration: a query's ids and vector from the plain-Python tokenizer
+(kbstore.embed_wordpiece) are the shipped tokenizer's, so a first query can
+skip the ``tokenizers`` package without changing a vector or a hit."""
+
+from __future__ import annotations
+
+import os
+import random
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbstore import KnowledgeStore, embed_cache
+from kbstore.embed_minilm import MAX_TOKENS, MiniLMEmbedder, model_files
+from kbstore.embed_wordpiece import CHECKED_UP_TO, QueryTokenizer, load
+
+pytestmark = pytest.mark.integration
+tokenizers = pytest.importorskip("tokenizers")
+
+
+@pytest.fixture(scope="module")
+def shipped() -> object:
+    _, tokenizer_file = model_files()
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_file))
+    tok.no_padding()
+    tok.enable_truncation(max_length=MAX_TOKENS)
+    return tok
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> QueryTokenizer:
+    _, tokenizer_file = model_files()
+    cached = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    built = load(tokenizer_file, cached, MAX_TOKENS)
+    assert built is not None and cached.is_file()
+    again = load(tokenizer_file, cached, MAX_TOKENS)  # read back from the cache file
+    assert again is not None and again.vocab == built.vocab and again.special == built.special
+    return again
+
+
+def _same(plain: QueryTokenizer, shipped: object, text: str) -> bool:
+    ids = plain.encode(text)
+    return ids is not None and ids == shipped.encode(text).ids  # type: ignore[attr-defined]
+
+
+def test_every_checked_character_tokenises_like_the_shipped_tokenizer(
+        plain: QueryTokenizer, shipped: object) -> None:
+    wrong = [hex(cp) for cp in range(CHECKED_UP_TO + 1)
+             for text in (chr(cp), f"ab{chr(cp)}cd", f"x {chr(cp)} Y", chr(cp) * 3)
+             if plain.encode(text) is not None and not _same(plain, shipped, text)]
+    assert wrong == []
+    # accents, punctuation, controls and whitespace did go through the plain path
+    for text in ("Café Ökonomie", "a\x00b\x0bc\u00a0d\re", "¿qué? ¡sí!", "x_y-z"):
+        assert _same(plain, shipped, text), text
+
+
+def test_random_and_real_texts(plain: QueryTokenizer, shipped: object) -> None:
+    rng = random.Random(14)
+    alphabet = [chr(i) for i in range(CHECKED_UP_TO + 1)] + list("abcdefghij klmnop") * 20
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        assert _same(plain, shipped, text), repr(text)
+    root = Path(str(resources.files("kbstore.sample_kb")))
+    covered = 0
+    for path in sorted(root.rglob("*.md")):
+        text = path.read_text()
+        ids = plain.encode(text)
+        if ids is not None:
+            covered += 1
+            assert ids == shipped.encode(text).ids, path.name  # type: ignore[attr-defined]
+    assert covered >= 30
+    # long words become [UNK]; long texts are truncated to the model's window
+    assert _same(plain, shipped, "a" * 101 + " b " + "c" * 100)
+    long = " ".join(f"word{i}" for i in range(400))
+    assert len(plain.encode(long) or []) == MAX_TOKENS and _same(plain, shipped, long)
+
+
+def test_texts_outside_the_checked_range_are_left_to_the_shipped_tokenizer(
+        plain: QueryTokenizer) -> None:
+    for text in ("日本語の検索", "naïve résumé → ok", "emoji 🙂", "what is [MASK] here",
+                 "[CLS] start"):
+        assert plain.encode(text) is None, text
+    assert plain.encode("a [bracket] is fine") is not None
+
+
+def test_query_vectors_and_top_hits_are_unchanged(tmp_path: Path) -> None:
+    """Both paths, same session: the same vector bit for bit; and a search in
+    a store gives the hits the shipped tokenizer's vector gives."""
+    queries = ["how do I recover when a release breaks production?", "Sourdough STARTER!",
+               "naïve résumé → ok", "how does Lena like her answers?"]
+    emb = MiniLMEmbedder(query_cache=False)
+    emb._load()
+    for query in queries:
+        via_query_path = np.frombuffer(emb._embed_query(query), np.float32)
+        via_documents = emb.embed_documents([query])[0]  # the tokenizers package
+        assert np.abs(via_query_path - via_documents).max() < 1e-5
+    root = Path(str(resources.files("kbstore.sample_kb")))
+    with KnowledgeStore.open(tmp_path / "kb.sqlite", emb, hype=False) as store:
+        store.import_directory(root)
+        for query in queries:
+            hits = store.search(query)
+            expected = store.search(query, query_vector=emb.embed_documents([query])[0])
+            assert hits and [h.path for h in hits] == [h.path for h in expected]
+
+
+def test_a_fresh_embedder_embeds_a_query_without_the_tokenizers_package() -> None:
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from kbstore.embed_minilm import MiniLMEmbedder\n"
+              "e = MiniLMEmbedder(query_cache=False)\n"
+              "v = e.embed_queries(['how do I recover when a release breaks production?'])\n"
+              "print(v.shape, 'tokenizers' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "(1, 384) False"
+    assert os.environ[embed_cache.CACHE_DIR_ENV]  # the test session's cache folder
