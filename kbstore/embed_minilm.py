@@ -18,6 +18,11 @@ Start-up and memory (measured in benchmarks/results/first_query.md):
   count: 32 rows x 256 tokens grew onnxruntime's memory arena to ~0.9 GB.
 * A query text embedded before is read from a small cache of query vectors
   (embed_cache.py) instead of loading the model.
+* A new query in a process that has loaded nothing yet (`kbstore search`)
+  is tokenised in plain Python (embed_wordpiece.py) and run on onnxruntime's
+  C library through ctypes (embed_ort_capi.py): neither numpy, the
+  onnxruntime module nor the tokenizers package is imported. Documents, and
+  any process that already has the module's session, use the module.
 * A process that keeps searching (FOLD_AFTER_QUERIES) gets, in the
   background, a session with the weights folded to float32: warm queries
   about twice as fast, at ~80 MB more RSS, with the same vectors.
@@ -158,6 +163,7 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._query_tokenizer: Any = None  # embed_wordpiece.QueryTokenizer, or False
+        self._capi: Any = None  # embed_ort_capi.QuerySession, or False
         self._lock = threading.Lock()
         self.token_budget = token_budget
         self.threads = threads or Settings.from_env().embed_threads
@@ -323,10 +329,23 @@ class MiniLMEmbedder:
 
     def _embed_query(self, text: str) -> bytes:
         ids = self._query_ids(text)
-        self._load_session()
         self.calls += 1
+        if self._session is None:  # nothing loaded yet: a search process
+            capi = self._capi_session()
+            if capi:
+                return bytes(capi.embed(ids))
+        self._load_session()
         vector: bytes = self._run([ids])[0].tobytes()
         return vector
+
+    def _capi_session(self) -> Any:
+        """The query session on onnxruntime's C library (embed_ort_capi: no
+        numpy, no onnxruntime module), or False where it cannot be used."""
+        if self._capi is None:
+            with self._lock:
+                if self._capi is None:
+                    self._capi = _capi_query_session(self.threads or 1)
+        return self._capi
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # One text is a search; lists are HyPE questions, embedded in bulk
@@ -337,6 +356,19 @@ class MiniLMEmbedder:
             blob = self.query_vector_blob(texts[0])
             return np.frombuffer(blob, dtype=np.float32).reshape(1, self.dim).copy()
         return self.embed_documents(texts)
+
+
+def _capi_query_session(threads: int) -> Any:
+    from .embed_ort_capi import OrtUnavailableError, QuerySession, library_path
+
+    try:
+        model, _ = model_files()
+        edited = edited_model(model)
+        if not isinstance(edited, Path):  # an unwritable cache: the module takes bytes
+            return False
+        return QuerySession(library_path(_package_dir("onnxruntime")), edited, threads)
+    except (OrtUnavailableError, OSError, EmbedderUnavailableError, AttributeError, ValueError):
+        return False
 
 
 def _ort_version() -> str:

@@ -105,17 +105,59 @@ def test_query_vectors_and_top_hits_are_unchanged(tmp_path: Path) -> None:
             assert hits and [h.path for h in hits] == [h.path for h in expected]
 
 
-def test_a_fresh_embedder_embeds_a_query_without_the_tokenizers_package() -> None:
+def test_the_c_library_session_gives_the_modules_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh embedder answers a query through onnxruntime's C library
+    (embed_ort_capi); the Python module's session gives the same vector."""
+    from kbstore import embed_minilm
+
+    queries = ["how do I recover when a release breaks production?", "x",
+               " ".join(f"word{i}" for i in range(400)), "naïve résumé → ok"]
+    fresh = MiniLMEmbedder(query_cache=False)
+    via_c = [np.frombuffer(fresh.query_vector_blob(q), np.float32) for q in queries[:3]]
+    assert fresh._capi and fresh._session is None
+    reference = MiniLMEmbedder(query_cache=False)
+    reference._load()
+    for vector, query in zip(via_c, queries, strict=False):
+        expected = reference.embed_documents([query])[0]
+        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
+        assert float(np.abs(vector - expected).max()) < 1e-6, query
+    # text the plain tokenizer leaves alone loads the tokenizers package and
+    # the module's session; a missing C library falls back to the module
+    assert np.abs(np.frombuffer(fresh.query_vector_blob(queries[3]), np.float32)
+                  - reference.embed_documents([queries[3]])[0]).max() < 1e-6
+    assert fresh._session is not None
+    monkeypatch.setattr(embed_minilm, "_capi_query_session", lambda threads: False)
+    fallback = MiniLMEmbedder(query_cache=False)
+    assert np.array_equal(np.frombuffer(fallback.query_vector_blob(queries[0]), np.float32),
+                          reference.embed_documents([queries[0]])[0])
+    assert fallback._capi is False and fallback._session is not None
+
+
+def test_a_fresh_search_process_loads_neither_numpy_nor_the_tokenizers_package(
+        tmp_path: Path) -> None:
+    """`kbstore search` in a new process, model path (query-vector cache off):
+    the modules the search path does not use stay unimported."""
     import subprocess
     import sys
 
+    root = Path(str(resources.files("kbstore.sample_kb")))
+    db = tmp_path / "kb.sqlite"
+    with KnowledgeStore.open(db, MiniLMEmbedder(query_cache=False), hype=False) as store:
+        store.import_directory(root)
+    unused = ["numpy", "onnxruntime", "tokenizers", "litellm", "sqlite_utils", "yaml",
+              "frontmatter", "tqdm", "mcp", "watchfiles", "kbstore.hype_jobs", "kbstore.writer",
+              "kbstore.ingest", "kbstore.exchange", "kbstore.watch", "kbstore.mcp_server",
+              "kbstore.cli.admin", "kbstore.cli.exchange", "kbstore.cli.mcp_cmd",
+              "kbstore.backends.sqlite.doctor"]
     script = ("import sys\n"
-              "from kbstore.embed_minilm import MiniLMEmbedder\n"
-              "e = MiniLMEmbedder(query_cache=False)\n"
-              "v = e.embed_queries(['how do I recover when a release breaks production?'])\n"
-              "print(v.shape, 'tokenizers' in sys.modules)\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={**os.environ}, timeout=300)
+              "sys.argv = ['kbstore', 'search', '--db', sys.argv[1], sys.argv[2]]\n"
+              "from kbstore.cli import main\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              f"print('IMPORTED', [m for m in {unused!r} if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(db), "sourdough feeding schedule"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "KBSTORE_QUERY_CACHE": "0"})
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "(1, 384) False"
+    assert "sourdough-starter-care.md" in proc.stdout.splitlines()[0]
+    assert proc.stdout.strip().splitlines()[-1] == "IMPORTED []"
     assert os.environ[embed_cache.CACHE_DIR_ENV]  # the test session's cache folder
