@@ -133,13 +133,31 @@ def test_the_c_library_session_gives_the_modules_vectors(monkeypatch: pytest.Mon
     assert fallback._capi is False and fallback._session is not None
 
 
-def test_a_fresh_search_process_loads_neither_numpy_nor_the_tokenizers_package(
-        tmp_path: Path) -> None:
-    """`kbstore search` in a new process, model path (query-vector cache off):
-    the modules the search path does not use stay unimported."""
+def _search_in_a_new_process(db: Path, query: str, query_cache: str,
+                             unused: list[str]) -> tuple[str, list[str]]:
+    """`kbstore search` in a fresh interpreter: its first hit line and which
+    of ``unused`` it imported."""
     import subprocess
     import sys
 
+    script = ("import sys\n"
+              "sys.argv = ['kbstore', 'search', '--db', sys.argv[1], sys.argv[2]]\n"
+              "from kbstore.cli import main\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              f"print([m for m in {unused!r} if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(db), query], capture_output=True,
+                          text=True, timeout=300,
+                          env={**os.environ, "KBSTORE_QUERY_CACHE": query_cache})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    return lines[0], eval(lines[-1])  # noqa: S307 - our own repr of a list of names
+
+
+def test_a_fresh_search_process_imports_only_what_it_runs(tmp_path: Path) -> None:
+    """`kbstore search` in a new process: on the model path (query-vector
+    cache off) neither numpy, the onnxruntime module nor the tokenizers
+    package, nor any module of another command; a query text seen before
+    loads no model library at all."""
     root = Path(str(resources.files("kbstore.sample_kb")))
     db = tmp_path / "kb.sqlite"
     with KnowledgeStore.open(db, MiniLMEmbedder(query_cache=False), hype=False) as store:
@@ -149,15 +167,11 @@ def test_a_fresh_search_process_loads_neither_numpy_nor_the_tokenizers_package(
               "kbstore.ingest", "kbstore.exchange", "kbstore.watch", "kbstore.mcp_server",
               "kbstore.cli.admin", "kbstore.cli.exchange", "kbstore.cli.mcp_cmd",
               "kbstore.backends.sqlite.doctor"]
-    script = ("import sys\n"
-              "sys.argv = ['kbstore', 'search', '--db', sys.argv[1], sys.argv[2]]\n"
-              "from kbstore.cli import main\n"
-              "try:\n    main()\nexcept SystemExit:\n    pass\n"
-              f"print('IMPORTED', [m for m in {unused!r} if m in sys.modules])\n")
-    proc = subprocess.run([sys.executable, "-c", script, str(db), "sourdough feeding schedule"],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "KBSTORE_QUERY_CACHE": "0"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "sourdough-starter-care.md" in proc.stdout.splitlines()[0]
-    assert proc.stdout.strip().splitlines()[-1] == "IMPORTED []"
+    first, imported = _search_in_a_new_process(db, "sourdough feeding schedule", "0", unused)
+    assert "sourdough-starter-care.md" in first and imported == []
+    seen, imported = _search_in_a_new_process(db, "sourdough feeding schedule?", "1", unused)
+    assert "sourdough-starter-care.md" in seen and imported == []
+    again, imported = _search_in_a_new_process(db, "sourdough feeding schedule?", "1",
+                                               [*unused, "kbstore.embed_ort_capi", "ctypes"])
+    assert again == seen and imported == []
     assert os.environ[embed_cache.CACHE_DIR_ENV]  # the test session's cache folder
