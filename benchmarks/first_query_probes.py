@@ -34,7 +34,7 @@ mark("startup_in_process_ms")
 db, query = sys.argv[1:3]
 import click
 import kbstore.cli as cli
-from kbstore.cli import common
+common = getattr(cli, "common", None)
 if hasattr(common, "COMMAND_MODULES"):  # commands load when invoked: search's module only
     import kbstore.cli.content
 else:
