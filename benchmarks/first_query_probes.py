@@ -77,7 +77,9 @@ print(json.dumps({**marks, "rss": rss, "top": hits[0].path if hits else None, "p
 # name -> settings; "side": "before" runs git main's embedder (the reference).
 THROUGHPUT_CONFIGS: dict[str, dict[str, Any]] = {
     "today (main: batches of 32, folded float weights)": {"side": "before"},
-    "new default (int8 weights, budget 1024, no spinning)": {},
+    "new default (int8 weights, budget 1024, no spinning; 1 thread when the load average "
+    ">= cores)": {},
+    "2 threads (onnxruntime's default on 2 cores)": {"threads": 2},
     "token budget 512": {"token_budget": 512},
     "token budget 2048": {"token_budget": 2048},
     "token budget 4096": {"token_budget": 4096},

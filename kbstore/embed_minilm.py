@@ -31,6 +31,7 @@ Start-up and memory (measured in benchmarks/results/first_query.md):
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -150,6 +151,25 @@ def session_options(ort: Any, threads: int | None = None, *, folded: bool = Fals
     return options
 
 
+def bulk_threads(configured: int | None) -> int | None:
+    """Intra-op threads for a session: the configured number (argument or
+    KBSTORE_EMBED_THREADS), else 1 on a machine that is already busy (1-minute
+    load average >= its cores), else onnxruntime's default (one per core).
+
+    Each operator waits for its slowest thread; on a busy machine the second
+    thread is often descheduled. Measured on 2 shared cores at load 6-9
+    (benchmarks/results/first_query.md): 1 thread made 1.0-1.4x the docs/s of
+    2 at 15% less CPU per window. The vectors do not depend on it.
+    """
+    if configured:
+        return configured
+    try:
+        busy = os.getloadavg()[0] >= (os.cpu_count() or 1)
+    except (OSError, AttributeError):  # no load average on this platform
+        busy = False
+    return 1 if busy else None
+
+
 class MiniLMEmbedder:
     name = "minilm"
     dim = 384
@@ -205,7 +225,8 @@ class MiniLMEmbedder:
 
             model, _ = model_files()
             session = ort.InferenceSession(
-                edited_model(model), sess_options=session_options(ort, self.threads),
+                edited_model(model),
+                sess_options=session_options(ort, bulk_threads(self.threads)),
                 providers=["CPUExecutionProvider"])
             self._inputs = {i.name for i in session.get_inputs()}
             self._session = session
@@ -246,9 +267,12 @@ class MiniLMEmbedder:
             model, _ = model_files()
             session = ort.InferenceSession(
                 edited_model(model),
-                sess_options=session_options(ort, self.threads, folded=True),
+                sess_options=session_options(ort, bulk_threads(self.threads), folded=True),
                 providers=["CPUExecutionProvider"])
             with self._lock:
+                # the lean session may have been the C library's: the module's
+                # session is then the first one with input names here
+                self._inputs = {i.name for i in session.get_inputs()}
                 self._session = session
             self.folded.set()
         except Exception:  # noqa: BLE001 - an optimisation, never an error

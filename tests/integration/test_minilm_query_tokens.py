@@ -175,3 +175,20 @@ def test_a_fresh_search_process_imports_only_what_it_runs(tmp_path: Path) -> Non
                                                [*unused, "kbstore.embed_ort_capi", "ctypes"])
     assert again == seen and imported == []
     assert os.environ[embed_cache.CACHE_DIR_ENV]  # the test session's cache folder
+
+
+def test_a_long_lived_process_folds_after_c_library_queries() -> None:
+    """After FOLD_AFTER_QUERIES queries on the C library's session the folded
+    module session takes over; queries and documents keep working on it."""
+    from kbstore.embed_minilm import FOLD_AFTER_QUERIES
+
+    emb = MiniLMEmbedder(query_cache=False)
+    lean = [np.frombuffer(emb.query_vector_blob(f"query number {n}"), np.float32)
+            for n in range(FOLD_AFTER_QUERIES)]
+    assert emb._capi and emb.folded.wait(300), "the folded session was not built"
+    after = [np.frombuffer(emb.query_vector_blob(f"query number {n}"), np.float32)
+             for n in range(FOLD_AFTER_QUERIES)]
+    assert max(float(np.abs(a - b).max()) for a, b in zip(lean, after, strict=True)) < 1e-5
+    assert np.frombuffer(emb.query_vector_blob("naïve → ok"), np.float32).shape == (384,)
+    docs = emb.embed_documents([f"query number {n}" for n in range(FOLD_AFTER_QUERIES)])
+    assert float(np.abs(docs - np.stack(lean)).max()) < 1e-5
