@@ -14,15 +14,18 @@ each in fresh processes under GNU time (wall, peak RSS):
   into a new database (peak RSS while importing);
 * ``kbstore search --db X "query"`` in a fresh process to printed hits:
   BEFORE; AFTER with a query text never embedded (the model loads); AFTER
-  with a query text embedded before (query-vector cache); and, marked as
-  not in this branch, AFTER with the one-line store.search change that takes
-  the cached query vector as bytes (no numpy);
+  with a query text embedded before (query-vector cache);
 * a breakdown of one search process into interpreter start, imports, model
   load (tokenizer + ONNX session), query embedding, SQL and printing, and
   the imports of the search path (``python -X importtime``);
 * embedding throughput (docs/s, tokens/s, peak RSS) on realistic
   100-2000-word documents for session settings and batch shapes, with the
   largest vector difference against today's code.
+
+Both trees are byte-compiled first (``compileall``), as ``pip install``
+does: without .pyc files every process compiles kbstore's sources again
+(PYTHONDONTWRITEBYTECODE=1 is set here), which once added ~0.4 s to every
+``kbstore search``.
 
 Absolute times vary with the load of this shared 2-core machine: compare
 the ratios within one run.
@@ -47,6 +50,7 @@ from benchmarks.first_query_probes import (
     PHASES,
     SESSION_CONFIGS,
     THROUGHPUT_CONFIGS,
+    TOKENIZER_CONFIGS,
     import_breakdown,
 )
 from benchmarks.first_query_report import write_report
@@ -74,25 +78,6 @@ QUERIES = (
     "retry with exponential backoff",
     "what time zone is the user in",
 )
-# The store.search change proposed to the maintainers of store.py (not in
-# this branch): take the query vector as float32 bytes from the embedder, so
-# a cached query needs no numpy.
-BLOB_SEARCH = r"""
-import sys
-from kbstore.store import KnowledgeStore
-_search = KnowledgeStore.search
-def search(self, query, *, query_vector=None, **kw):
-    blob = getattr(self.embedder, "query_vector_blob", None)
-    if query_vector is None and blob is not None and query.strip():
-        query_vector = blob(query)
-    return _search(self, query, query_vector=query_vector, **kw)
-KnowledgeStore.search = search
-from kbstore.cli import main
-sys.argv = ["kbstore", *sys.argv[1:]]
-main()
-"""
-
-
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -139,7 +124,7 @@ class Side:
 
     def run(self, argv: list[str], timed: bool = False,
             env: dict[str, str] | None = None) -> dict[str, Any]:
-        prefix = [TIME, "-f", "gnutime %e %M"] if timed else []
+        prefix = [TIME, "-f", "gnutime %e %M %U %S"] if timed else []
         t = time.perf_counter()
         proc = subprocess.run([*prefix, *argv], cwd=self.tree, env={**self.env, **(env or {})},
                               capture_output=True, text=True)
@@ -149,7 +134,9 @@ class Side:
         out = {"wall_s": wall, "stdout": proc.stdout, "stderr": proc.stderr}
         if timed:
             last = [ln for ln in proc.stderr.splitlines() if ln.startswith("gnutime ")][-1]
-            out["peak_rss_mb"] = int(last.split()[2]) / 1024
+            fields = last.split()
+            out["peak_rss_mb"] = int(fields[2]) / 1024
+            out["cpu_s"] = float(fields[3]) + float(fields[4])  # user + system
         return out
 
 
@@ -160,6 +147,7 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def rows_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"wall_s": summary([r["wall_s"] for r in rows]),
+            "cpu_s": summary([r["cpu_s"] for r in rows]),
             "peak_rss_mb": summary([r["peak_rss_mb"] for r in rows])}
 
 
@@ -202,9 +190,6 @@ def measure_searches(before: Side, after: Side, runs: int) -> dict[str, Any]:
                                                 str(dbs["after"]), q], timed=True),
         "after_repeated_query": lambda q: after.run([PYTHON, "-m", "kbstore", "search", "--db",
                                                      str(dbs["after"]), repeated], timed=True),
-        "after_repeated_query_blob": lambda q: after.run(
-            [PYTHON, "-c", BLOB_SEARCH, "search", "--db", str(dbs["after"]), repeated],
-            timed=True),
     }
     rows: dict[str, list[dict[str, Any]]] = {k: [] for k in cases}
     names = list(cases)
@@ -253,9 +238,12 @@ def measure_phases(before: Side, after: Side, runs: int, dbs: dict[str, str]) ->
             "peak_rss_mb": {k: statistics.median(r["rss"][k] for r in rows)
                             for k in rows[0]["rss"]}}
     out["interpreter_ms"] = statistics.median(bare) * 1000
+    out["paths"] = {name: ", ".join(sorted({r["path"] for r in rows}))
+                    for name, rows in samples.items()}
     for side in (before, after):
         r = side.run([PYTHON, "-X", "importtime", "-m", "kbstore", "search", "--db",
-                      dbs[side.name], QUERIES[5] + " importtime"])
+                      dbs[side.name], QUERIES[5] + " importtime"],
+                     env={"KBSTORE_QUERY_CACHE": "0"})
         out[f"{side.name}_imports"] = import_breakdown(r["stderr"])
     return out
 
@@ -313,6 +301,28 @@ def measure_sessions(after: Side, runs: int) -> dict[str, Any]:
         "n": len(rs)} for name, rs in rows.items()}
 
 
+def measure_tokenizers(after: Side, runs: int) -> dict[str, Any]:
+    """Tokenizer load + one query, one fresh process each, interleaved."""
+    probe = str(REPO / "benchmarks" / "first_query_probes.py")
+    cache = str(CACHE / "vocab-probe.txt")
+    after.run([PYTHON, probe, json.dumps({"probe": "tokenizer", "mode": "plain_build",
+                                          "cache": cache})])
+    after.run([PYTHON, probe, json.dumps({"probe": "tokenizer", "mode": "plain_cached",
+                                          "cache": cache})])  # the cache file exists
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in TOKENIZER_CONFIGS}
+    for i in range(runs):
+        for name, mode in (TOKENIZER_CONFIGS if i % 2 == 0 else TOKENIZER_CONFIGS[::-1]):
+            r = after.run([PYTHON, probe, json.dumps({"probe": "tokenizer", "mode": mode,
+                                                      "cache": cache})], timed=True)
+            row = json.loads(r["stdout"].strip().splitlines()[-1])
+            row["process_peak_rss_mb"] = r["peak_rss_mb"]
+            rows[name].append(row)
+    return {name: {"load_ms": summary([r["load_ms"] for r in rs]),
+                   "cpu_ms": summary([r["cpu_ms"] for r in rs]),
+                   "peak_rss_mb": summary([r["process_peak_rss_mb"] for r in rs]),
+                   "ids": rs[0]["ids"]} for name, rs in rows.items()}
+
+
 def measure_warm(after: Side, rounds: int) -> dict[str, Any]:
     probe = str(REPO / "benchmarks" / "first_query_probes.py")
     r = after.run([PYTHON, probe, json.dumps({"probe": "warm", "rounds": rounds})])
@@ -330,7 +340,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=48, help="documents per throughput run")
     ap.add_argument("--session-runs", type=int, default=3)
     ap.add_argument("--warm-rounds", type=int, default=60)
-    ap.add_argument("--steps", default="import,search,phases,sessions,warm,throughput")
+    ap.add_argument("--steps",
+                    default="import,search,phases,sessions,tokenizers,warm,throughput")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     out_json = RESULTS / "first_query.json"
@@ -346,11 +357,14 @@ def main() -> None:
     after = Side("after", REPO, CACHE / "user-cache-after")
     for side in (before, after):
         side.check()
+        # What an installed package has: bytecode for every module.
+        subprocess.run([PYTHON, "-m", "compileall", "-q", str(side.tree / "kbstore")],
+                       check=True, capture_output=True)
     steps = set(args.steps.split(","))
     previous = json.loads(out_json.read_text()) if out_json.exists() else {}
     result: dict[str, Any] = {k: v for k, v in previous.items() if k in
-                              ("imports", "search", "phases", "sessions",
-                                                    "throughput", "warm", "step_runs")}
+                              ("imports", "search", "phases", "sessions", "tokenizers",
+                               "throughput", "warm", "step_runs")}
     result.update({
         "base_ref": args.base_ref or "merge-base of HEAD and main", "base_sha": sha,
         "after_sha": git("rev-parse", "HEAD"),
@@ -393,6 +407,10 @@ def main() -> None:
         log("session settings")
         result["sessions"] = measure_sessions(after, args.session_runs)
         save("sessions")
+    if "tokenizers" in steps:
+        log("tokenizer load")
+        result["tokenizers"] = measure_tokenizers(after, args.session_runs + 2)
+        save("tokenizers")
     if "warm" in steps:
         log("warm queries")
         result["warm"] = measure_warm(after, args.warm_rounds)

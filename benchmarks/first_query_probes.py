@@ -34,17 +34,35 @@ mark("startup_in_process_ms")
 db, query = sys.argv[1:3]
 import click
 import kbstore.cli as cli
-cli._register()  # what `kbstore search` imports before running the command
+common = getattr(cli, "common", None)
+if hasattr(common, "COMMAND_MODULES"):  # commands load when invoked: search's module only
+    import kbstore.cli.content
+else:
+    cli._register()  # what `kbstore search` imported before running the command
 mark("import_cli_ms")
 from kbstore.store import KnowledgeStore
 store = KnowledgeStore.open(db)
 mark("open_store_ms")
-import numpy, onnxruntime, tokenizers
-mark("import_numpy_onnxruntime_tokenizers_ms")
-store.embedder._load()
-mark("model_load_ms")
-vector = store.embedder.embed_queries([query])[0]
-mark("embed_query_ms")
+emb = store.embedder
+if hasattr(emb, "_capi_session"):  # onnxruntime's C library, plain-Python tokenizer
+    import ctypes
+    from kbstore.embed_minilm import _package_dir
+    from kbstore.embed_ort_capi import library_path
+    ctypes.CDLL(str(library_path(_package_dir("onnxruntime"))))
+    mark("import_numpy_onnxruntime_tokenizers_ms")
+    emb._query_tokens_tokenizer()
+    path = "c library" if emb._capi_session() else "module"
+    mark("model_load_ms")
+    vector = emb._embed_query(query)
+    mark("embed_query_ms")
+else:
+    import numpy, onnxruntime, tokenizers
+    mark("import_numpy_onnxruntime_tokenizers_ms")
+    emb._load()
+    path = "module"
+    mark("model_load_ms")
+    vector = emb.embed_queries([query])[0]
+    mark("embed_query_ms")
 hits = store.search(query, query_vector=vector)
 mark("sql_ms")
 out = io.StringIO()
@@ -53,13 +71,15 @@ for n, hit in enumerate(hits, start=1):
     click.echo(f"      {hit.snippet}", file=out)
 mark("print_ms")
 marks["in_process_total_ms"] = (time.perf_counter() - start) * 1000
-print(json.dumps({**marks, "rss": rss, "top": hits[0].path if hits else None}))
+print(json.dumps({**marks, "rss": rss, "top": hits[0].path if hits else None, "path": path}))
 """
 
 # name -> settings; "side": "before" runs git main's embedder (the reference).
 THROUGHPUT_CONFIGS: dict[str, dict[str, Any]] = {
     "today (main: batches of 32, folded float weights)": {"side": "before"},
-    "new default (int8 weights, budget 1024, no spinning)": {},
+    "new default (int8 weights, budget 1024, no spinning; 1 thread when the load average "
+    ">= cores)": {},
+    "2 threads (onnxruntime's default on 2 cores)": {"threads": 2},
     "token budget 512": {"token_budget": 512},
     "token budget 2048": {"token_budget": 2048},
     "token budget 4096": {"token_budget": 4096},
@@ -154,11 +174,48 @@ SESSION_CONFIGS: list[tuple[str, dict[str, Any]]] = [
                                                 "arena": False}),
     ("edited model, new default + 1 thread", {"model": "edited", "new_default": True,
                                               "threads": 1}),
+    ("edited model on onnxruntime's C library (ctypes, no numpy), 1 thread: the query path",
+     {"model": "edited", "capi": True, "threads": 1}),
+    ("edited model on onnxruntime's C library, 2 threads", {"model": "edited", "capi": True,
+                                                             "threads": 2}),
 ]
+
+
+def capi_session_probe(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The query session on onnxruntime's C library (no numpy, no module)."""
+    import resource
+
+    from kbstore import embed_minilm
+    from kbstore.embed_ort_capi import QuerySession, library_path
+
+    def peak() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    emb = embed_minilm.MiniLMEmbedder(query_cache=False)
+    ids = emb._query_tokens_tokenizer().encode(
+        "how do I recover when a release breaks production?")
+    model = embed_minilm.edited_model(embed_minilm.model_files()[0])
+    before_load = peak()
+    t = time.perf_counter()
+    session = QuerySession(library_path(embed_minilm._package_dir("onnxruntime")), model,
+                           cfg.get("threads") or 1)
+    load_ms = (time.perf_counter() - t) * 1000
+    after_load = peak()
+    t = time.perf_counter()
+    session.embed(ids)
+    first_run_ms = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    session.embed(ids)
+    return {"load_ms": load_ms, "first_run_ms": first_run_ms,
+            "second_run_ms": (time.perf_counter() - t) * 1000,
+            "rss_before_load_mb": before_load, "rss_after_load_mb": after_load,
+            "rss_after_query_mb": peak()}
 
 
 def session_probe(cfg: dict[str, Any]) -> dict[str, Any]:
     """Start one ONNX session with the given settings and embed one query."""
+    if cfg.get("capi"):
+        return capi_session_probe(cfg)
     import resource
 
     import numpy as np
@@ -209,6 +266,40 @@ def session_probe(cfg: dict[str, Any]) -> dict[str, Any]:
             "second_run_ms": (time.perf_counter() - t) * 1000,
             "rss_before_load_mb": before_load, "rss_after_load_mb": after_load,
             "rss_after_query_mb": peak()}
+
+
+TOKENIZER_CONFIGS: list[tuple[str, str]] = [
+    ("tokenizers package: import + Tokenizer.from_file (before; after for documents)",
+     "package"),
+    ("plain-Python query tokenizer, vocabulary from the cache file (after)", "plain_cached"),
+    ("plain-Python query tokenizer, first time: vocabulary from tokenizer.json", "plain_build"),
+]
+
+
+def tokenizer_probe(mode: str, cache: str) -> dict[str, Any]:
+    """Load one tokenizer in a fresh process and tokenise one query (CPU ms)."""
+    import tempfile
+
+    from kbstore import embed_minilm, embed_wordpiece
+
+    query = "how do I recover when a release breaks production?"
+    _, tokenizer_file = embed_minilm.model_files()
+    t, cpu = time.perf_counter(), time.process_time()
+    if mode == "package":
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(tokenizer_file))
+        tok.no_padding()
+        tok.enable_truncation(max_length=embed_minilm.MAX_TOKENS)
+        ids = tok.encode(query).ids
+    else:
+        target = Path(cache) if mode == "plain_cached" else \
+            Path(tempfile.mkdtemp()) / "vocab.txt"
+        plain = embed_wordpiece.load(tokenizer_file, target, embed_minilm.MAX_TOKENS)
+        assert plain is not None
+        ids = plain.encode(query)
+    return {"load_ms": (time.perf_counter() - t) * 1000,
+            "cpu_ms": (time.process_time() - cpu) * 1000, "ids": len(ids or [])}
 
 
 def warm_probe(rounds: int) -> dict[str, Any]:
@@ -291,6 +382,8 @@ if __name__ == "__main__":
     config = json.loads(sys.argv[1])
     if config.get("probe") == "session":
         print(json.dumps(session_probe(config)))
+    elif config.get("probe") == "tokenizer":
+        print(json.dumps(tokenizer_probe(config["mode"], config["cache"])))
     elif config.get("probe") == "warm":
         print(json.dumps(warm_probe(config["rounds"])))
     elif config.get("probe") == "save_preoptimised":

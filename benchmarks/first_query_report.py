@@ -25,20 +25,23 @@ def _search_table(r: dict[str, Any]) -> list[str]:
         "before": "before (main): model loads",
         "after_new_query": "after: a query text never embedded (model loads)",
         "after_repeated_query": "after: a query text embedded before (query-vector cache)",
-        "after_repeated_query_blob": "after + proposed store.search change (cached vector as "
-                                     "bytes, no numpy) *not in this branch*",
     }
     lines = ["| `kbstore search` in a fresh process | wall ms, median (min-max) | vs before "
-             "| peak RSS MB, median (min-max) | vs before |", "|---|---|---|---|---|"]
+             "| CPU ms (user+sys), median | vs before | peak RSS MB, median (min-max) "
+             "| vs before |", "|---|---|---|---|---|---|---|"]
     for key, label in labels.items():
         row = s[key]
+        cpu = (f"{row['cpu_s']['median'] * 1000:.0f} | {_ratio(row['cpu_s'], base['cpu_s'])}"
+               if "cpu_s" in row and "cpu_s" in base else "- | -")
         lines.append(f"| {label} | {_s(row['wall_s'], 1000)} | "
-                     f"{_ratio(row['wall_s'], base['wall_s'])} | {_s(row['peak_rss_mb'])} | "
+                     f"{_ratio(row['wall_s'], base['wall_s'])} | {cpu} | "
+                     f"{_s(row['peak_rss_mb'])} | "
                      f"{_ratio(row['peak_rss_mb'], base['peak_rss_mb'])} |")
     fe = s["after_first_ever"]
     lines.append(f"| after: first search on a machine with no cache dir (writes the edited "
-                 f"model, 23 MB, once) | {fe['wall_s'] * 1000:.0f} (1 run) | "
-                 f"{fe['wall_s'] / base['wall_s']['median']:.2f}x | {fe['peak_rss_mb']:.0f} | "
+                 f"model, 23 MB, and the vocabulary, once) | {fe['wall_s'] * 1000:.0f} (1 run) | "
+                 f"{fe['wall_s'] / base['wall_s']['median']:.2f}x | - | - | "
+                 f"{fe['peak_rss_mb']:.0f} | "
                  f"{fe['peak_rss_mb'] / base['peak_rss_mb']['median']:.2f}x |")
     n = base["wall_s"]["n"]
     lines += ["", f"{n} fresh processes per row, rows interleaved. Same top hit before and "
@@ -49,12 +52,15 @@ def _search_table(r: dict[str, Any]) -> list[str]:
 def _import_table(r: dict[str, Any]) -> list[str]:
     im = r["imports"]
     lines = ["| `kbstore import --embedder minilm --no-hype` of the sample KB (34 documents) "
-             "| wall s | peak RSS MB | RSS vs before |", "|---|---|---|---|"]
+             "| wall s | docs/s | CPU s (user+sys) | peak RSS MB | RSS vs before |",
+             "|---|---|---|---|---|---|"]
     for key, label in (("before", "before (main)"), ("after", "after"),
                        ("after_first_ever", "after, no cache dir yet")):
         if im.get(key, {}).get("wall_s"):
             row = im[key]
+            cpu = _s(row["cpu_s"], 1, "{:.1f}") if "cpu_s" in row else "-"
             lines.append(f"| {label} | {_s(row['wall_s'], 1, '{:.2f}')} | "
+                         f"{34 / row['wall_s']['median']:.1f} | {cpu} | "
                          f"{_s(row['peak_rss_mb'])} | "
                          f"{_ratio(row['peak_rss_mb'], im['before']['peak_rss_mb'])} |")
     return lines
@@ -63,10 +69,11 @@ def _import_table(r: dict[str, Any]) -> list[str]:
 PHASE_LABELS = (
     ("interpreter_ms", "interpreter start (`python -c pass`)"),
     ("startup_in_process_ms", "first statements of the script"),
-    ("import_cli_ms", "imports: kbstore + click + CLI commands"),
+    ("import_cli_ms", "imports: kbstore + click + CLI commands (after: search's only)"),
     ("open_store_ms", "open the database (sqlean, sqlite-vec, schema check)"),
-    ("import_numpy_onnxruntime_tokenizers_ms", "imports: numpy, onnxruntime, tokenizers"),
-    ("model_load_ms", "model load: tokenizer + ONNX session"),
+    ("import_numpy_onnxruntime_tokenizers_ms", "model libraries: before numpy + onnxruntime + "
+     "tokenizers modules; after onnxruntime's C library (ctypes)"),
+    ("model_load_ms", "model load: tokenizer (after: plain-Python vocabulary) + ONNX session"),
     ("embed_query_ms", "query embedding"),
     ("sql_ms", "SQL: search statement, snippets, hits"),
     ("print_ms", "printing"),
@@ -88,6 +95,9 @@ def _phase_table(r: dict[str, Any]) -> list[str]:
     for key, label in (("in_process_total_ms", "in-process total"),
                        ("process_wall_ms", "whole process, spawn to exit")):
         lines.append(f"| **{label}** | {p['before'][key]:.0f} | {p['after'][key]:.0f} | | |")
+    if "paths" in p:
+        lines += ["", f"Query embedded through: before {p['paths']['before']}, after "
+                  f"{p['paths']['after']}."]
     return lines
 
 
@@ -135,6 +145,19 @@ def _session_table(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _tokenizer_table(r: dict[str, Any]) -> list[str]:
+    rows = r["tokenizers"]
+    lines = ["Each row: a fresh process loads one tokenizer and tokenises one query (medians "
+             f"of {next(iter(rows.values()))['load_ms']['n']} interleaved runs; the process's "
+             "peak RSS includes the interpreter and kbstore's modules).", "",
+             "| tokenizer | load + one query ms (min-max) | CPU ms | process peak RSS MB |",
+             "|---|---|---|---|"]
+    for name, row in rows.items():
+        lines.append(f"| {name} | {_s(row['load_ms'], 1, '{:.1f}')} | "
+                     f"{row['cpu_ms']['median']:.1f} | {row['peak_rss_mb']['median']:.0f} |")
+    return lines
+
+
 def _warm_table(r: dict[str, Any]) -> list[str]:
     rows = r["warm"]
     base = next(iter(rows.values()))["median_ms"]
@@ -176,6 +199,8 @@ def write_report(r: dict[str, Any], path: Path) -> None:
         lines += _import_list(r) + [""]
     if "sessions" in r:
         lines += ["## ONNX session settings: start-up and memory", ""] + _session_table(r) + [""]
+    if "tokenizers" in r:
+        lines += ["## Tokenizer load", ""] + _tokenizer_table(r) + [""]
     if "warm" in r:
         lines += ["## Warm queries in a long-lived process", ""] + _warm_table(r) + [""]
     if "throughput" in r:

@@ -1,9 +1,9 @@
 """kbstore: an agent's knowledge base in one SQLite file (or PostgreSQL),
 with hybrid search."""
 
+from typing import TYPE_CHECKING, Any
+
 from . import redact as _redact
-from .embed import Embedder, FakeEmbedder
-from .embedders import get_embedder
 from .errors import (
     DatabaseNotFoundError,
     EmbedderChangedError,
@@ -20,9 +20,35 @@ from .errors import (
     SchemaOutdatedError,
     SchemaTooNewError,
 )
-from .model import Document, Hit, ImportReport
-from .settings import Settings
-from .store import KnowledgeStore
+
+if TYPE_CHECKING:
+    from .embed import Embedder, FakeEmbedder
+    from .embedders import get_embedder
+    from .model import Document, Hit, ImportReport
+    from .settings import Settings
+    from .store import KnowledgeStore
+
+# Imported on first use (PEP 562), so `kbstore search` and other commands
+# load only the modules they run: the names work as before.
+_LAZY = {"Embedder": "embed", "FakeEmbedder": "embed", "get_embedder": "embedders",
+         "Document": "model", "Hit": "model", "ImportReport": "model", "Settings": "settings",
+         "KnowledgeStore": "store"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kbstore' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 

@@ -18,6 +18,11 @@ Start-up and memory (measured in benchmarks/results/first_query.md):
   count: 32 rows x 256 tokens grew onnxruntime's memory arena to ~0.9 GB.
 * A query text embedded before is read from a small cache of query vectors
   (embed_cache.py) instead of loading the model.
+* A new query in a process that has loaded nothing yet (`kbstore search`)
+  is tokenised in plain Python (embed_wordpiece.py) and run on onnxruntime's
+  C library through ctypes (embed_ort_capi.py): neither numpy, the
+  onnxruntime module nor the tokenizers package is imported. Documents, and
+  any process that already has the module's session, use the module.
 * A process that keeps searching (FOLD_AFTER_QUERIES) gets, in the
   background, a session with the weights folded to float32: warm queries
   about twice as fast, at ~80 MB more RSS, with the same vectors.
@@ -26,6 +31,7 @@ Start-up and memory (measured in benchmarks/results/first_query.md):
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -145,6 +151,25 @@ def session_options(ort: Any, threads: int | None = None, *, folded: bool = Fals
     return options
 
 
+def bulk_threads(configured: int | None) -> int | None:
+    """Intra-op threads for a session: the configured number (argument or
+    KBSTORE_EMBED_THREADS), else 1 on a machine that is already busy (1-minute
+    load average >= its cores), else onnxruntime's default (one per core).
+
+    Each operator waits for its slowest thread; on a busy machine the second
+    thread is often descheduled. Measured on 2 shared cores at load 6-9
+    (benchmarks/results/first_query.md): 1 thread made 1.0-1.4x the docs/s of
+    2 at 15% less CPU per window. The vectors do not depend on it.
+    """
+    if configured:
+        return configured
+    try:
+        busy = os.getloadavg()[0] >= (os.cpu_count() or 1)
+    except (OSError, AttributeError):  # no load average on this platform
+        busy = False
+    return 1 if busy else None
+
+
 class MiniLMEmbedder:
     name = "minilm"
     dim = 384
@@ -157,6 +182,8 @@ class MiniLMEmbedder:
                  query_cache: bool | None = None) -> None:
         self._session: Any = None
         self._tokenizer: Any = None
+        self._query_tokenizer: Any = None  # embed_wordpiece.QueryTokenizer, or False
+        self._capi: Any = None  # embed_ort_capi.QuerySession, or False
         self._lock = threading.Lock()
         self.token_budget = token_budget
         self.threads = threads or Settings.from_env().embed_threads
@@ -173,26 +200,63 @@ class MiniLMEmbedder:
                 "document_prefix": "", "query_prefix": "", "max_tokens": MAX_TOKENS}
 
     def _load(self) -> None:
+        """The tokenizer and the session: what embedding documents needs."""
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    from tokenizers import Tokenizer  # type: ignore[import-untyped]
+
+                    _, tokenizer_file = model_files()
+                    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+                    # The shipped tokenizer pads every input to 128; batches are
+                    # padded here, to their own longest row.
+                    tokenizer.no_padding()
+                    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                    self._tokenizer = tokenizer
+        self._load_session()
+
+    def _load_session(self) -> None:
         if self._session is not None:
             return
         with self._lock:
             if self._session is not None:
                 return
             import onnxruntime as ort  # type: ignore[import-untyped]
-            from tokenizers import Tokenizer  # type: ignore[import-untyped]
 
-            model, tokenizer_file = model_files()
-            tokenizer = Tokenizer.from_file(str(tokenizer_file))
-            # The shipped tokenizer pads every input to 128; batches are
-            # padded here, to their own longest row.
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            model, _ = model_files()
             session = ort.InferenceSession(
-                edited_model(model), sess_options=session_options(ort, self.threads),
+                edited_model(model),
+                sess_options=session_options(ort, bulk_threads(self.threads)),
                 providers=["CPUExecutionProvider"])
             self._inputs = {i.name for i in session.get_inputs()}
-            self._tokenizer = tokenizer
             self._session = session
+
+    def _load_for_query(self) -> None:
+        """What embedding one query needs: the session, and the tokenizer
+        package only when the plain-Python one does not cover the text."""
+        self._query_tokens_tokenizer()
+        self._load_session()
+
+    def _query_tokens_tokenizer(self) -> Any:
+        if self._query_tokenizer is None:
+            from .embed_cache import cache_dir
+            from .embed_wordpiece import load
+
+            _, tokenizer_file = model_files()
+            cached = cache_dir() / f"minilm-vocab-{_model_stamp(tokenizer_file)}.txt"
+            try:
+                self._query_tokenizer = load(tokenizer_file, cached, MAX_TOKENS) or False
+            except (OSError, ValueError):
+                self._query_tokenizer = False
+        return self._query_tokenizer
+
+    def _query_ids(self, text: str) -> list[int]:
+        plain = self._query_tokens_tokenizer()
+        ids = plain.encode(text) if plain else None
+        if ids is None:
+            self._load()
+            ids = list(self._tokenizer.encode(text).ids)
+        return ids
 
     def _fold(self) -> None:
         """Build the folded session and swap it in (calls running on the lean
@@ -203,9 +267,12 @@ class MiniLMEmbedder:
             model, _ = model_files()
             session = ort.InferenceSession(
                 edited_model(model),
-                sess_options=session_options(ort, self.threads, folded=True),
+                sess_options=session_options(ort, bulk_threads(self.threads), folded=True),
                 providers=["CPUExecutionProvider"])
             with self._lock:
+                # the lean session may have been the C library's: the module's
+                # session is then the first one with input names here
+                self._inputs = {i.name for i in session.get_inputs()}
                 self._session = session
             self.folded.set()
         except Exception:  # noqa: BLE001 - an optimisation, never an error
@@ -220,15 +287,15 @@ class MiniLMEmbedder:
         # exit waits for the fold instead (at most one session start).
         threading.Thread(target=self._fold, name="kbstore-minilm-fold", daemon=False).start()
 
-    def _run(self, encodings: Sequence[Any]) -> np.ndarray:
+    def _run(self, rows: Sequence[Sequence[int]]) -> np.ndarray:
         import numpy as np
 
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), np.int64)  # [PAD] is id 0
-        mask = np.zeros((len(encodings), width), np.int64)
-        for row, encoding in enumerate(encodings):
-            ids[row, :len(encoding.ids)] = encoding.ids
-            mask[row, :len(encoding.ids)] = 1
+        width = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), width), np.int64)  # [PAD] is id 0
+        mask = np.zeros((len(rows), width), np.int64)
+        for row, tokens in enumerate(rows):
+            ids[row, :len(tokens)] = tokens
+            mask[row, :len(tokens)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -247,7 +314,7 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         out = np.zeros((len(texts), self.dim), np.float32)
         for batch in token_batches([len(e.ids) for e in encodings], self.token_budget):
-            out[batch] = self._run([encodings[i] for i in batch])
+            out[batch] = self._run([encodings[i].ids for i in batch])
         return out
 
     # -- queries -------------------------------------------------------------
@@ -277,12 +344,32 @@ class MiniLMEmbedder:
             if cached is not None and len(cached) == 4 * self.dim:
                 self.cache_hits += 1
                 return cached
-        blob: bytes = self.embed_documents([text])[0].tobytes()
+        blob = self._embed_query(text)
         if cache:
             cache.put(text, blob)
         self.model_queries += 1
         self._maybe_fold()
         return blob
+
+    def _embed_query(self, text: str) -> bytes:
+        ids = self._query_ids(text)
+        self.calls += 1
+        if self._session is None:  # nothing loaded yet: a search process
+            capi = self._capi_session()
+            if capi:
+                return bytes(capi.embed(ids))
+        self._load_session()
+        vector: bytes = self._run([ids])[0].tobytes()
+        return vector
+
+    def _capi_session(self) -> Any:
+        """The query session on onnxruntime's C library (embed_ort_capi: no
+        numpy, no onnxruntime module), or False where it cannot be used."""
+        if self._capi is None:
+            with self._lock:
+                if self._capi is None:
+                    self._capi = _capi_query_session(self.threads or 1)
+        return self._capi
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # One text is a search; lists are HyPE questions, embedded in bulk
@@ -293,6 +380,19 @@ class MiniLMEmbedder:
             blob = self.query_vector_blob(texts[0])
             return np.frombuffer(blob, dtype=np.float32).reshape(1, self.dim).copy()
         return self.embed_documents(texts)
+
+
+def _capi_query_session(threads: int) -> Any:
+    from .embed_ort_capi import OrtUnavailableError, QuerySession, library_path
+
+    try:
+        model, _ = model_files()
+        edited = edited_model(model)
+        if not isinstance(edited, Path):  # an unwritable cache: the module takes bytes
+            return False
+        return QuerySession(library_path(_package_dir("onnxruntime")), edited, threads)
+    except (OrtUnavailableError, OSError, EmbedderUnavailableError, AttributeError, ValueError):
+        return False
 
 
 def _ort_version() -> str:

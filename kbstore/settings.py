@@ -21,7 +21,7 @@ HYPE_MODEL_ENV = "KBSTORE_HYPE_MODEL"       # litellm model name
 NOMIC_MODEL_DIR_ENV = "KBSTORE_NOMIC_MODEL_DIR"  # a folder holding the nomic .gguf
 CACHE_DIR_ENV = "KBSTORE_CACHE_DIR"          # derived model files, the query-vector cache
 QUERY_CACHE_ENV = "KBSTORE_QUERY_CACHE"      # 0/false/no/off: do not cache query vectors
-EMBED_THREADS_ENV = "KBSTORE_EMBED_THREADS"  # onnxruntime intra-op threads (default: its own)
+EMBED_THREADS_ENV = "KBSTORE_EMBED_THREADS"  # intra-op threads (default: embed_minilm.bulk_threads)
 
 DEFAULT_HYPE_MODEL = "openai/gpt-4o-mini"
 # Documents per write transaction: big enough to amortise embedding calls,

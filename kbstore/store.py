@@ -12,11 +12,10 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import query as _query
 from .backends import open_backend
-from .backends.base import Backend
 from .embed import Embedder, fingerprint_id, same_model
 from .embedders import DEFAULT_EMBEDDER, embedder_from_fingerprint, get_embedder
 from .errors import (
@@ -25,13 +24,16 @@ from .errors import (
     InvalidDocumentError,
     NotInitializedError,
 )
-from .hype import HypeConfig
-from .ingest import make_document, parse_file, scan_workspace
 from .model import Document, Hit, ImportReport, Skipped
-from .removal import plan_removal
 from .settings import Settings
 from .vectors import query_blob
-from .writer import Outcome, Progress, Provided, Writer
+
+if TYPE_CHECKING:
+    # The write path, ingest and HyPE are imported when a store first writes:
+    # a search process (`kbstore search`) never loads them.
+    from .backends.base import Backend
+    from .hype import HypeConfig
+    from .writer import Outcome, Progress, Provided, Writer
 
 log = logging.getLogger("kbstore")
 
@@ -78,6 +80,8 @@ class KnowledgeStore:
         mode = "read" if read_only else "create" if create else "write"
         backend = open_backend(location, mode=mode, settings=settings)
         try:
+            from .hype import HypeConfig
+
             options = {"model_dir": settings.nomic_model_dir, **embedder_options}
             resolved, follow = cls._resolve(backend, embedder, options, read_only)
             config = HypeConfig(enabled=settings.hype_enabled if hype is None else bool(hype),
@@ -156,6 +160,8 @@ class KnowledgeStore:
             raise NotInitializedError(
                 f"{self.location} has documents but no embedder fingerprint, so nothing can "
                 "be embedded; run `kbstore doctor --fix --embedder NAME` first")
+        from .writer import Writer
+
         return Writer(self.backend, self.embedder, hype or self.hype, self.settings.batch_size)
 
     def upsert(self, path: str, *, title: str, body: str, tags: Sequence[str] | str = (),
@@ -163,6 +169,8 @@ class KnowledgeStore:
                updated: Any = None) -> str:
         """Store one document; returns 'added', 'updated' or 'unchanged'.
         topic/doc_type are derived from the path when omitted."""
+        from .ingest import make_document
+
         doc = make_document(path, title=title, body=body, tags=tags, topic=topic,
                             doc_type=doc_type, created=created, updated=updated)
         report = self.upsert_many([doc])
@@ -189,6 +197,8 @@ class KnowledgeStore:
         return self.delete_many([path]) > 0
 
     def delete_many(self, paths: Sequence[str]) -> int:
+        from .writer import Writer
+
         return Writer(self.backend, self.embedder or _NoEmbedder(), self.hype,
                       self.settings.batch_size).delete(list(paths))
 
@@ -217,6 +227,10 @@ class KnowledgeStore:
                   provided: dict[str, Provided] | None = None) -> Outcome:
         """:meth:`import_directory` with vectors/questions that came with the
         files (``provided``), returning the write path's whole outcome."""
+        from .ingest import parse_file, scan_workspace
+        from .removal import plan_removal
+        from .writer import Outcome
+
         root = Path(workspace).expanduser()
         outcome = Outcome()
         report = outcome.report

@@ -225,6 +225,10 @@ class _CountingMiniLM(MiniLMEmbedder):
         out[:, len(self.model_calls) % self.dim] = 1.0
         return out
 
+    def _embed_query(self, text):  # type: ignore[no-untyped-def]
+        # one query's model call (the C library's session in the real class)
+        return self.embed_documents([text])[0].tobytes()
+
 
 def test_repeated_query_text_skips_the_model() -> None:
     emb = _CountingMiniLM()
@@ -307,3 +311,21 @@ def test_a_process_that_keeps_searching_gets_the_folded_session(
             break
         time.sleep(0.01)
     assert folds == [embed_minilm.FOLD_AFTER_QUERIES]  # once, at the threshold
+
+
+def test_bulk_threads_follow_the_setting_then_the_machines_load(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbstore.embed_minilm import bulk_threads
+
+    monkeypatch.setattr(embed_minilm.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(embed_minilm.os, "getloadavg", lambda: (2.5, 1.0, 1.0))
+    assert bulk_threads(None) == 1  # busy: one thread
+    assert bulk_threads(3) == 3     # a setting always wins
+    monkeypatch.setattr(embed_minilm.os, "getloadavg", lambda: (0.4, 1.0, 1.0))
+    assert bulk_threads(None) is None  # idle: onnxruntime's default (one per core)
+
+    def no_load_average() -> tuple[float, float, float]:
+        raise OSError("unavailable")
+
+    monkeypatch.setattr(embed_minilm.os, "getloadavg", no_load_average)
+    assert bulk_threads(None) is None

@@ -13,12 +13,12 @@ __all__ = ["cli", "main"]
 
 
 def _register() -> None:
-    """Import the command modules (each registers its commands on import)."""
+    """Import every command module (each registers its commands on import);
+    ``main`` imports only the invoked command's (common.COMMAND_MODULES)."""
     from . import admin, content, doctor, exchange, hype_cmd, mcp_cmd  # noqa: F401
 
 
 def main() -> None:
-    _register()
     try:
         cli(prog_name="kbstore")
     except BrokenPipeError:

@@ -81,7 +81,36 @@ def progress_bar(total: int, label: str) -> Any:
                 disable=None, leave=False)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Command name -> the module that defines it. Only the invoked command's
+# module is imported (`kbstore search` loads content.py, not the MCP server's
+# or the exchange formats' modules); --help and listings import them all.
+COMMAND_MODULES = {
+    "init": "admin", "migrate": "admin", "status": "admin", "vec-path": "admin",
+    "import": "content", "search": "content", "reembed": "content", "demo": "content",
+    "doctor": "doctor",
+    "import-npz": "exchange", "export": "exchange", "import-jsonl": "exchange",
+    "copy": "exchange",
+    "hype": "hype_cmd",
+    "mcp": "mcp_cmd", "watch": "mcp_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands register themselves when their module is
+    imported, on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMAND_MODULES, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            import importlib
+
+            importlib.import_module(f"{__package__}.{COMMAND_MODULES[cmd_name]}")
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kbstore")
 @click.option("-v", "--verbose", is_flag=True, help="Log what kbstore does (to stderr).")
 def cli(verbose: bool) -> None:

@@ -32,7 +32,13 @@ def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()):  # typ
 
 
 def test_registered_commands() -> None:
+    from kbstore.cli.common import COMMAND_MODULES
+
     assert set(cli.commands) == COMMANDS
+    # each command is imported lazily from the module its map entry names
+    assert set(COMMAND_MODULES) == COMMANDS
+    for name, module in COMMAND_MODULES.items():
+        assert cli.commands[name].callback.__module__ == f"kbstore.cli.{module}", name
 
 
 @pytest.mark.parametrize("path", [p for p, _ in all_commands()], ids="-".join)

@@ -36,7 +36,6 @@ from ...model import (
 )
 from ...redact import redact
 from ...settings import Settings
-from . import doctor as _doctor
 from . import migrations as _migrations
 from . import search as _search
 from . import vectors as _vectors
@@ -550,9 +549,13 @@ class SQLiteBackend:
     # -- doctor ------------------------------------------------------------------------
 
     def diagnose(self, fingerprint_id: str | None) -> list[Check]:
+        from . import doctor as _doctor  # only `kbstore doctor` needs it
+
         return _doctor.diagnose(self.conn, fingerprint_id, writable=not self.read_only)
 
     def repair(self, problems: set[str], defaults: dict[str, Any]) -> list[str]:
         self._writable()
+        from . import doctor as _doctor
+
         return _doctor.repair(self.conn, problems, defaults)
 
