@@ -308,78 +308,82 @@ floor_similarity AS (
       AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_best IS NULL)
     GROUP BY v.doc_id
 ),
-scored AS (
-    SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.created, d.updated, d.body,
-           max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
-               coalesce(s.similarity, -1.0)) AS similarity,
-           coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
-           coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
-           coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
-           coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
-           coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
-           coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
-           coalesce(:w_fm * f.fm_weight * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
-               + coalesce(:w_vec * f.vec_norm, 0.0) + coalesce(:w_hype * f.hype_norm, 0.0)
-               + coalesce(:w_hype_fts * f.hype_fts_norm, 0.0)
-               + CASE WHEN f.date_rank IS NOT NULL THEN :w_date ELSE 0.0 END AS convex,
-           CASE d.doc_type WHEN 'skill' THEN :boost_skill
-                           WHEN 'journal' THEN :boost_journal
-                           ELSE :boost_entry END AS boost,
-           CASE WHEN d.doc_type = 'journal' AND julianday(d.updated) IS NOT NULL
-                     AND :half_life_days IS NOT NULL
-                THEN 1.0 - :recency_weight * (1.0 - exp(-ln(2.0)
-                         * max(julianday(:now) - julianday(d.updated), 0.0) / :half_life_days))
-                ELSE 1.0 END AS recency
-    FROM fused AS f
-    JOIN documents AS d ON d.id = f.doc_id
-    LEFT JOIN floor_similarity AS s ON s.doc_id = f.doc_id
+-- One narrow row per hit (no document text: that is read for the returned
+-- rows only), each factor computed once.
+scored AS MATERIALIZED (
+    SELECT *, (CASE :fusion WHEN 'convex' THEN convex
+                            ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts + rrf_date
+               END) * boost AS evidence
+    FROM (
+        SELECT f.*, d.doc_type, coalesce(d.updated, d.created) AS dated, d.updated,
+               max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
+                   coalesce(s.similarity, -1.0)) AS similarity,
+               coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
+               coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
+               coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
+               coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
+               coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
+               coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
+               coalesce(:w_fm * f.fm_weight * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
+                   + coalesce(:w_vec * f.vec_norm, 0.0) + coalesce(:w_hype * f.hype_norm, 0.0)
+                   + coalesce(:w_hype_fts * f.hype_fts_norm, 0.0)
+                   + CASE WHEN f.date_rank IS NOT NULL THEN :w_date ELSE 0.0 END AS convex,
+               CASE d.doc_type WHEN 'skill' THEN :boost_skill
+                               WHEN 'journal' THEN :boost_journal
+                               ELSE :boost_entry END AS boost,
+               CASE WHEN d.doc_type = 'journal' AND julianday(d.updated) IS NOT NULL
+                         AND :half_life_days IS NOT NULL
+                    THEN 1.0 - :recency_weight * (1.0 - exp(-ln(2.0)
+                             * max(julianday(:now) - julianday(d.updated), 0.0) / :half_life_days))
+                    ELSE 1.0 END AS recency
+        FROM fused AS f
+        JOIN documents AS d ON d.id = f.doc_id
+        LEFT JOIN floor_similarity AS s ON s.doc_id = f.doc_id
+    )
 ),
-kept AS (
-    SELECT *, evidence * recency AS relevance
-    FROM (SELECT *, (CASE :fusion WHEN 'convex' THEN convex
-                                  ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts
-                                       + rrf_date END)
-                        * boost AS evidence,
-                 max(similarity) OVER () AS best_similarity
-          FROM scored)
+kept AS MATERIALIZED (
+    SELECT doc_id, dated, evidence, evidence * recency AS relevance
+    FROM scored
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
-           AND best_similarity >= :min_similarity)
+           AND (SELECT max(similarity) FROM scored) >= :min_similarity)
 ),
 latest AS (
     -- eligible: dated, among the :latest_top best by evidence and close to
     -- the best (recency left out: being new must not make an entry
     -- relevant; the top few only, so the newest entries cannot push the
     -- evidence out of the first results when all scores are close)
-    SELECT *, CASE WHEN :latest AND evidence > 0 AND coalesce(updated, created) IS NOT NULL
-                        AND evidence_rank <= :latest_top
-                        AND evidence >= :latest_ratio * max(evidence) OVER ()
-                   THEN 1 ELSE 0 END AS in_latest,
-           max(relevance) OVER () AS best
-    FROM (SELECT *, row_number() OVER (ORDER BY evidence DESC, doc_id) AS evidence_rank
-          FROM kept)
+    SELECT doc_id, row_number() OVER (ORDER BY dated DESC, doc_id) AS latest_rank,
+           count(*) OVER () AS n_latest
+    FROM (SELECT doc_id, dated, evidence FROM kept
+          WHERE :latest
+          ORDER BY evidence DESC, doc_id
+          LIMIT (SELECT :latest_top))
+    WHERE evidence > 0 AND dated IS NOT NULL
+      AND evidence >= :latest_ratio * (SELECT max(evidence) FROM kept)
 ),
 final AS (
-    SELECT *,
-           CASE WHEN in_latest = 1 THEN row_number() OVER (
-                    PARTITION BY in_latest ORDER BY coalesce(updated, created) DESC, doc_id)
-           END AS latest_rank,
-           sum(in_latest) OVER () AS n_latest
-    FROM latest
+    SELECT k.doc_id, k.relevance, l.latest_rank,
+           CASE WHEN l.latest_rank IS NOT NULL
+                THEN (SELECT max(relevance) FROM kept) * (2.0 - (l.latest_rank - 1.0) / l.n_latest)
+                ELSE k.relevance END AS score
+    FROM kept AS k
+    LEFT JOIN latest AS l ON l.doc_id = k.doc_id
+    ORDER BY score DESC, k.doc_id
+    LIMIT (SELECT :limit)
 )
-SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body,
-       CASE WHEN s.in_latest = 1 THEN s.best * (2.0 - (s.latest_rank - 1.0) / s.n_latest)
-            ELSE s.relevance END AS score,
-       s.relevance, s.similarity,
+SELECT s.doc_id, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body,
+       f.score, f.relevance, s.similarity,
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
        s.boost, s.recency,
-       s.latest_rank,
+       f.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question
-FROM final AS s
+FROM final AS f
+JOIN scored AS s ON s.doc_id = f.doc_id
+JOIN documents AS d ON d.id = f.doc_id
 LEFT JOIN document_chunks AS c ON c.vector_id = s.vec_vector_id
 LEFT JOIN hype_questions AS q ON q.doc_id = s.doc_id AND q.position = s.hype_position
-ORDER BY score DESC, s.doc_id
-LIMIT (SELECT :limit);
+ORDER BY f.score DESC, f.doc_id;
