@@ -4,7 +4,7 @@
 --   fm    frontmatter: exact tag matches (document_tags), weighted by the share
 --         of the query's words the matched tags cover (:tag_terms maps each
 --         candidate string to that share), then exact (unstemmed) title-word
---         overlap (titles_fts) at weight :w_fm_title
+--         overlap (titles_fts: at least two of the words) at weight :w_fm_title
 --   fts   FTS5 BM25 over title/tags/body (weights :w_title > :w_tags > :w_body)
 --   vec   vector KNN over document AND chunk vectors (chunks: long documents,
 --         see kbstore/chunks.py), best vector per document
@@ -58,8 +58,8 @@
 -- a script that .loads sqlite-vec, sets every parameter and runs this file.
 -- :qvec may be a JSON array ('[0.1, ...]') or a float32 blob; :has_vector 0
 -- and k = 0 skip the vector side. :fts_query / :title_query are FTS5
--- expressions built from escaped terms (see kbstore/backends/sqlite/search.py);
--- NULL skips them. :tag_terms is a JSON object, :date_ranges a JSON array of
+-- OR expressions of escaped terms, :title_words a JSON array of the same
+-- quoted title terms (see kbstore/backends/sqlite/search.py); NULL skips them. :tag_terms is a JSON object, :date_ranges a JSON array of
 -- ["YYYY-MM-DD", "YYYY-MM-DD"] half-open day ranges.
 
 WITH
@@ -68,11 +68,26 @@ fm_tag AS (
     FROM document_tags AS t JOIN json_each(:tag_terms) AS q ON t.tag = q.key
     GROUP BY t.doc_id
 ),
+-- Titles sharing at least two of the query's words (one for a one-word
+-- query), scored as FTS5 scores an OR of word pairs: phrase by phrase, so a
+-- title holding m of the words matches m - 1 pairs per word and scores
+-- (m - 1) x the BM25 of the OR of the words (x 1 for one word). One MATCH
+-- per word counts m: n + 1 index lookups instead of n(n - 1)/2 AND pairs.
+fm_title_words AS (
+    SELECT f.rowid AS doc_id, count(*) AS words
+    FROM json_each(:title_words) AS w
+    JOIN titles_fts AS f ON titles_fts MATCH w.value
+    WHERE :title_query IS NOT NULL
+    GROUP BY f.rowid
+    HAVING count(*) >= min(2, json_array_length(:title_words))
+),
 fm_title AS (
-    SELECT rowid AS doc_id, -rank AS title_score
-    FROM titles_fts
-    WHERE :title_query IS NOT NULL AND titles_fts MATCH :title_query
-    ORDER BY rank
+    SELECT w.doc_id, max(w.words - 1, 1) * -t.rank AS title_score
+    FROM fm_title_words AS w
+    JOIN (SELECT rowid, rank FROM titles_fts
+          WHERE :title_query IS NOT NULL AND titles_fts MATCH :title_query) AS t
+      ON t.rowid = w.doc_id
+    ORDER BY title_score DESC, w.doc_id
     LIMIT (SELECT :fm_limit)
 ),
 fm_ranked AS (
