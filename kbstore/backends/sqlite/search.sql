@@ -139,39 +139,54 @@ vec_plan AS MATERIALIZED (
                 <= :exact_ratio * :vec_k_hype END AS hype
 ),
 -- KNN on sign bits (hamming), one vec0 partition each (k = 0 when that kind
--- is scanned exactly), or the exact plan's top k of that kind: its float32
--- vectors reached from documents / document_chunks / hype_questions
--- (document vector doc_id * 32, question doc_id * 32 + position). The topic
--- filter is a vec0 metadata constraint: it runs inside the KNN, which
--- therefore still returns k rows of that topic.
+-- is scanned exactly), then exact cosine for those candidates from the
+-- float32 copy (vector_data); or the exact plan's top k of that kind, its
+-- cosine computed once in the scan: float32 vectors reached from documents
+-- / document_chunks / hype_questions (document vector doc_id * 32, question
+-- doc_id * 32 + position). The topic filter is a vec0 metadata constraint:
+-- it runs inside the KNN, which therefore still returns k rows of that topic.
 vec_doc AS MATERIALIZED (
-    SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-      AND k = CASE WHEN (SELECT doc FROM vec_plan) THEN 0 ELSE :vec_k_doc END
-      AND kind = 'doc'
-      AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    SELECT c.vector_id, c.doc_id,
+           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+    FROM (SELECT vector_id, doc_id FROM vectors
+          WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+            AND k = CASE WHEN (SELECT doc FROM vec_plan) THEN 0 ELSE :vec_k_doc END
+            AND kind = 'doc'
+            AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+         ) AS c
+    JOIN vector_data AS v ON v.vector_id = c.vector_id
     UNION ALL
     SELECT * FROM (
-        SELECT v.vector_id, v.doc_id
-        FROM documents AS d JOIN vector_data AS v ON v.vector_id = d.id * 32
-        WHERE (SELECT doc FROM vec_plan) AND :has_vector
-          AND (:topic IS NULL OR d.topic = :topic)
-        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
-        LIMIT (SELECT :vec_k_doc))
+        -- exact: the top :vec_limit documents are the top :vec_limit of any larger k
+        SELECT vector_id, doc_id, similarity FROM (
+            SELECT v.vector_id, v.doc_id,
+                   1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+            FROM documents AS d JOIN vector_data AS v ON v.vector_id = d.id * 32
+            WHERE (SELECT doc FROM vec_plan) AND :has_vector
+              AND (:topic IS NULL OR d.topic = :topic))
+        ORDER BY similarity DESC, vector_id
+        LIMIT (SELECT min(:vec_k_doc, :vec_limit)))
 ),
 vec_chunk AS MATERIALIZED (
-    SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-      AND k = CASE WHEN (SELECT chunk FROM vec_plan) THEN 0 ELSE :vec_k_chunk END
-      AND kind = 'chunk'
-      AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    SELECT c.vector_id, c.doc_id,
+           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+    FROM (SELECT vector_id, doc_id FROM vectors
+          WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+            AND k = CASE WHEN (SELECT chunk FROM vec_plan) THEN 0 ELSE :vec_k_chunk END
+            AND kind = 'chunk'
+            AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+         ) AS c
+    JOIN vector_data AS v ON v.vector_id = c.vector_id
     UNION ALL
     SELECT * FROM (
-        SELECT v.vector_id, v.doc_id
-        FROM document_chunks AS c JOIN vector_data AS v ON v.vector_id = c.vector_id
-        WHERE (SELECT chunk FROM vec_plan) AND :has_vector
-          AND (:topic IS NULL OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
-        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
+        SELECT vector_id, doc_id, similarity FROM (
+            SELECT v.vector_id, v.doc_id,
+                   1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+            FROM document_chunks AS c JOIN vector_data AS v ON v.vector_id = c.vector_id
+            WHERE (SELECT chunk FROM vec_plan) AND :has_vector
+              AND (:topic IS NULL
+                   OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic)))
+        ORDER BY similarity DESC, vector_id
         LIMIT (SELECT :vec_k_chunk))
 ),
 vec_hype AS MATERIALIZED (
@@ -189,14 +204,6 @@ vec_hype AS MATERIALIZED (
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
         LIMIT (SELECT :vec_k_hype))
 ),
--- Exact cosine for the candidates, from the float32 copy.
-vec_scored AS (
-    SELECT c.doc_id, c.vector_id, c.kind,
-           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
-    FROM (SELECT vector_id, doc_id, 'doc' AS kind FROM vec_doc
-          UNION ALL SELECT vector_id, doc_id, 'chunk' FROM vec_chunk) AS c
-    JOIN vector_data AS v ON v.vector_id = c.vector_id
-),
 vec_ranked AS (
     -- best vector (document or chunk) per document
     SELECT doc_id, vector_id, kind, similarity AS score,
@@ -204,24 +211,25 @@ vec_ranked AS (
     FROM (
         SELECT doc_id, vector_id, kind, similarity,
                row_number() OVER (PARTITION BY doc_id ORDER BY similarity DESC, vector_id) AS nth
-        FROM vec_scored
+        FROM (SELECT vector_id, doc_id, 'doc' AS kind, similarity FROM vec_doc
+              UNION ALL SELECT vector_id, doc_id, 'chunk', similarity FROM vec_chunk)
     )
     WHERE nth = 1
     ORDER BY rank
     LIMIT (SELECT :vec_limit)
 ),
--- HyPE: every question of the documents the KNN found, scored exactly;
--- a document scores the mean of its :hype_top best questions (several
--- matching questions count more than one stray match).
+-- HyPE: every question of the documents the KNN found, scored exactly (one
+-- cosine each); a document scores the mean of its :hype_top best questions
+-- (several matching questions count more than one stray match).
 hype_scored AS (
-    SELECT q.doc_id, q.position,
-           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity,
-           row_number() OVER (PARTITION BY q.doc_id
-                              ORDER BY 1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))
-                              DESC, q.position) AS nth
-    FROM hype_questions AS q
-    JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
-    WHERE q.doc_id IN (SELECT doc_id FROM vec_hype)
+    SELECT doc_id, position, similarity,
+           row_number() OVER (PARTITION BY doc_id ORDER BY similarity DESC, position) AS nth
+    FROM (
+        SELECT q.doc_id, q.position,
+               1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+        FROM hype_questions AS q
+        JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
+        WHERE q.doc_id IN (SELECT doc_id FROM vec_hype))
 ),
 hype_ranked AS (
     SELECT doc_id, avg(similarity) AS score, max(similarity) AS best,
