@@ -164,6 +164,59 @@ def recall_at_10(store: Any, index: Any, queries: list[str], qvecs: np.ndarray,
     return {"recall_at_10": float(np.mean(recalls)), "queries": len(recalls)}
 
 
+# Parameters that switch one part of search.sql off (its list is empty).
+PARTS_OFF: dict[str, dict[str, Any]] = {
+    "frontmatter (tags, title pairs)": {"title_query": None, "tag_terms": "[]"},
+    "FTS + question text (hype_fts)": {"fts_query": None},
+    "document/chunk vectors": {"vec_k_doc": 0, "vec_k_chunk": 0},
+    "question vectors (HyPE)": {"vec_k_hype": 0},
+}
+NO_LISTS = {k: v for off in PARTS_OFF.values() for k, v in off.items()}
+
+
+def parts(store: Any, index: Any, queries: list[str], qvecs: np.ndarray) -> dict[str, Any]:
+    """Where one search's time goes: search.sql whole, with each part switched
+    off in turn, and with every list off (the fixed cost), interleaved query by
+    query; a part's cost = whole - whole without it. The seed design's three
+    retrievers are timed the same way, plus its fusion."""
+    from benchmarks.baselines.seed import TOP_K
+    from kbstore.backends.sqlite.search import search_sql
+
+    conn, sql = store.backend.conn, search_sql()
+    arms: dict[str, dict[str, Any]] = {"whole": {}, **PARTS_OFF, "every list off": NO_LISTS}
+    seed_arms = {"vectors": lambda q, v: index.vector_search(v, TOP_K),
+                 "fts": lambda q, v: index.fts_search(q, None, TOP_K),
+                 "frontmatter": lambda q, v: index.frontmatter_search(q, None, TOP_K),
+                 "whole": lambda q, v: index.search(q, v, limit=10, now=NOW)}
+    params = [build_params(store, q, v) for q, v in zip(queries, qvecs, strict=True)]
+    names = list(arms)
+    for p in params[:2]:
+        for name in names:
+            conn.execute(sql, p | arms[name]).fetchall()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    seed_times: dict[str, list[float]] = {name: [] for name in seed_arms}
+    for i, (p, q, v) in enumerate(zip(params, queries, qvecs, strict=True)):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t = time.perf_counter()
+            conn.execute(sql, p | arms[name]).fetchall()
+            times[name].append(time.perf_counter() - t)
+        for name, fn in seed_arms.items():
+            t = time.perf_counter()
+            fn(q, v)
+            seed_times[name].append(time.perf_counter() - t)
+    med = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
+    seed = {name: statistics.median(ts) * 1000 for name, ts in seed_times.items()}
+    seed["fusion, boosts (whole - parts)"] = seed["whole"] - sum(
+        seed[k] for k in ("vectors", "fts", "frontmatter"))
+    return {"kbstore_ms": {"whole statement": med["whole"],
+                           **{name: med["whole"] - med[name] for name in PARTS_OFF},
+                           "fixed cost (every list empty)": med["every list off"],
+                           "fusion of the lists' rows (whole - parts - fixed)":
+                               med["whole"] - med["every list off"]
+                               - sum(med["whole"] - med[name] for name in PARTS_OFF)},
+            "seed_ms": seed, "queries": len(params)}
+
+
 DEPTHS = ({"vec_k_doc": 256, "vec_k_hype": 128}, {"vec_k_doc": 256, "vec_k_hype": 64},
           {"vec_k_doc": 256, "vec_k_hype": 32}, {"vec_k_doc": 128, "vec_k_hype": 64})
 
@@ -217,10 +270,12 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         rows = rows_touched(store, index, queries[:k], qvecs[:k])
         sweep = (depth_sweep(store, index, queries[:k], qvecs[:k])
                  if args.depths and n >= DEPTH_SWEEP_MIN else None)
+        split = parts(store, index, queries[:k], qvecs[:k]) if args.parts else None
     finally:
         store.close()
     return {"n": n, "vectors": info["vectors"], "latency_ms": latency, "recall": recall,
-            "rows": rows, "ingest_docs_per_s": info["ingest_docs_per_s"], "depths": sweep}
+            "rows": rows, "ingest_docs_per_s": info["ingest_docs_per_s"], "depths": sweep,
+            "parts": split}
 
 
 def table(results: dict[str, Any]) -> list[str]:
@@ -282,8 +337,31 @@ def write_report(data: dict[str, Any], out_dir: Path) -> None:
                 lines.append(f"| {int(s):,} | {d['vec_k_doc']} | {d['vec_k_hype']} | "
                              f"{d['recall_at_10']:.3f} | {d['vector_sql_ms']['p50']:.1f} ms |")
         lines.append("")
+    lines += parts_table(data["results"])
     (out_dir / f"{name}.md").write_text("\n".join(lines))
     plot(data, out_dir / f"{name}.png")
+
+
+def parts_table(results: dict[str, Any]) -> list[str]:
+    split = [(s, r["parts"]) for s, r in sorted(results.items(), key=lambda x: int(x[0]))
+             if r.get("parts")]
+    if not split:
+        return []
+    rows = list(split[0][1]["kbstore_ms"])
+    seed_rows = list(split[0][1]["seed_ms"])
+    head = "| part | " + " | ".join(f"{int(s):,} docs" for s, _ in split) + " |"
+    rule = "|---|" + "---|" * len(split)
+    lines = ["## Where one search's time goes (p50 ms, same run, interleaved)", "",
+             "kbstore: search.sql whole, then each part's cost = whole - whole with that "
+             "part's lists empty; 'fixed cost' = the statement with every list empty; "
+             "what is left is the fusion of the lists' rows (joins, windows, the date "
+             "list and the floor reading the lists).", "", head, rule]
+    lines += [f"| {row} | " + " | ".join(f"{p['kbstore_ms'][row]:.1f}" for _, p in split) + " |"
+              for row in rows]
+    lines += ["", "seed design, each retriever alone and its whole search:", "", head, rule]
+    lines += [f"| {row} | " + " | ".join(f"{p['seed_ms'][row]:.1f}" for _, p in split) + " |"
+              for row in seed_rows]
+    return [*lines, ""]
 
 
 def plot(data: dict[str, Any], path: Path) -> None:
@@ -328,6 +406,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--depths", action="store_true", help="also sweep the KNN depths")
+    ap.add_argument("--parts", action="store_true",
+                    help="also time each part of one search (lists switched off in turn)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     json_path = args.out / f"speed_{args.source}.json"

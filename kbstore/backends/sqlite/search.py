@@ -33,13 +33,17 @@ def fts_expression(terms: tuple[str, ...]) -> str | None:
 
 
 def title_expression(terms: tuple[str, ...]) -> str | None:
-    """Titles sharing at least two distinct query words (one for a one-word
-    query): a single common word in a title is noise, yet RRF would give it
-    the same rank-1 credit as a real match. Written as an OR of pairs."""
-    if len(terms) <= 1:
-        return _quote(terms[0]) if terms else None
-    return " OR ".join(f"({_quote(a)} AND {_quote(b)})"
-                       for i, a in enumerate(terms) for b in terms[i + 1:])
+    """The title words as an OR; search.sql keeps the titles sharing at
+    least two distinct query words (one for a one-word query): a single
+    common word in a title is noise, yet RRF would give it the same rank-1
+    credit as a real match. None if empty."""
+    return fts_expression(terms)
+
+
+def title_words(terms: tuple[str, ...]) -> str:
+    """Each title word as its own quoted FTS5 term (JSON array): search.sql
+    counts the words a title matches, one MATCH per word."""
+    return json.dumps([_quote(t) for t in terms])
 
 
 _NOT_SQL = ("drop_stopwords", "latest", *VEC_K_KEYS)  # settings used before the statement
@@ -51,6 +55,7 @@ def compile_params(request: SearchRequest, dim: int) -> dict[str, Any]:
     params.update(
         fts_query=fts_expression(request.fts_terms),
         title_query=title_expression(request.title_terms),
+        title_words=title_words(request.title_terms),
         # ASCII JSON: lone surrogates escaped
         tag_terms=json.dumps({t: request.tag_weights.get(t, 1.0) for t in request.tag_terms}),
         date_ranges=json.dumps([list(r) for r in request.date_ranges]),

@@ -4,7 +4,7 @@
 --   fm    frontmatter: exact tag matches (document_tags), weighted by the share
 --         of the query's words the matched tags cover (:tag_terms maps each
 --         candidate string to that share), then exact (unstemmed) title-word
---         overlap (titles_fts) at weight :w_fm_title
+--         overlap (titles_fts: at least two of the words) at weight :w_fm_title
 --   fts   FTS5 BM25 over title/tags/body (weights :w_title > :w_tags > :w_body)
 --   vec   vector KNN over document AND chunk vectors (chunks: long documents,
 --         see kbstore/chunks.py), best vector per document
@@ -58,8 +58,8 @@
 -- a script that .loads sqlite-vec, sets every parameter and runs this file.
 -- :qvec may be a JSON array ('[0.1, ...]') or a float32 blob; :has_vector 0
 -- and k = 0 skip the vector side. :fts_query / :title_query are FTS5
--- expressions built from escaped terms (see kbstore/backends/sqlite/search.py);
--- NULL skips them. :tag_terms is a JSON object, :date_ranges a JSON array of
+-- OR expressions of escaped terms, :title_words a JSON array of the same
+-- quoted title terms (see kbstore/backends/sqlite/search.py); NULL skips them. :tag_terms is a JSON object, :date_ranges a JSON array of
 -- ["YYYY-MM-DD", "YYYY-MM-DD"] half-open day ranges.
 
 WITH
@@ -68,11 +68,26 @@ fm_tag AS (
     FROM document_tags AS t JOIN json_each(:tag_terms) AS q ON t.tag = q.key
     GROUP BY t.doc_id
 ),
+-- Titles sharing at least two of the query's words (one for a one-word
+-- query), scored as FTS5 scores an OR of word pairs: phrase by phrase, so a
+-- title holding m of the words matches m - 1 pairs per word and scores
+-- (m - 1) x the BM25 of the OR of the words (x 1 for one word). One MATCH
+-- per word counts m: n + 1 index lookups instead of n(n - 1)/2 AND pairs.
+fm_title_words AS (
+    SELECT f.rowid AS doc_id, count(*) AS words
+    FROM json_each(:title_words) AS w
+    JOIN titles_fts AS f ON titles_fts MATCH w.value
+    WHERE :title_query IS NOT NULL
+    GROUP BY f.rowid
+    HAVING count(*) >= min(2, json_array_length(:title_words))
+),
 fm_title AS (
-    SELECT rowid AS doc_id, -rank AS title_score
-    FROM titles_fts
-    WHERE :title_query IS NOT NULL AND titles_fts MATCH :title_query
-    ORDER BY rank
+    SELECT w.doc_id, max(w.words - 1, 1) * -t.rank AS title_score
+    FROM fm_title_words AS w
+    JOIN (SELECT rowid, rank FROM titles_fts
+          WHERE :title_query IS NOT NULL AND titles_fts MATCH :title_query) AS t
+      ON t.rowid = w.doc_id
+    ORDER BY title_score DESC, w.doc_id
     LIMIT (SELECT :fm_limit)
 ),
 fm_ranked AS (
@@ -124,39 +139,54 @@ vec_plan AS MATERIALIZED (
                 <= :exact_ratio * :vec_k_hype END AS hype
 ),
 -- KNN on sign bits (hamming), one vec0 partition each (k = 0 when that kind
--- is scanned exactly), or the exact plan's top k of that kind: its float32
--- vectors reached from documents / document_chunks / hype_questions
--- (document vector doc_id * 32, question doc_id * 32 + position). The topic
--- filter is a vec0 metadata constraint: it runs inside the KNN, which
--- therefore still returns k rows of that topic.
+-- is scanned exactly), then exact cosine for those candidates from the
+-- float32 copy (vector_data); or the exact plan's top k of that kind, its
+-- cosine computed once in the scan: float32 vectors reached from documents
+-- / document_chunks / hype_questions (document vector doc_id * 32, question
+-- doc_id * 32 + position). The topic filter is a vec0 metadata constraint:
+-- it runs inside the KNN, which therefore still returns k rows of that topic.
 vec_doc AS MATERIALIZED (
-    SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-      AND k = CASE WHEN (SELECT doc FROM vec_plan) THEN 0 ELSE :vec_k_doc END
-      AND kind = 'doc'
-      AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    SELECT c.vector_id, c.doc_id,
+           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+    FROM (SELECT vector_id, doc_id FROM vectors
+          WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+            AND k = CASE WHEN (SELECT doc FROM vec_plan) THEN 0 ELSE :vec_k_doc END
+            AND kind = 'doc'
+            AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+         ) AS c
+    JOIN vector_data AS v ON v.vector_id = c.vector_id
     UNION ALL
     SELECT * FROM (
-        SELECT v.vector_id, v.doc_id
-        FROM documents AS d JOIN vector_data AS v ON v.vector_id = d.id * 32
-        WHERE (SELECT doc FROM vec_plan) AND :has_vector
-          AND (:topic IS NULL OR d.topic = :topic)
-        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
-        LIMIT (SELECT :vec_k_doc))
+        -- exact: the top :vec_limit documents are the top :vec_limit of any larger k
+        SELECT vector_id, doc_id, similarity FROM (
+            SELECT v.vector_id, v.doc_id,
+                   1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+            FROM documents AS d JOIN vector_data AS v ON v.vector_id = d.id * 32
+            WHERE (SELECT doc FROM vec_plan) AND :has_vector
+              AND (:topic IS NULL OR d.topic = :topic))
+        ORDER BY similarity DESC, vector_id
+        LIMIT (SELECT min(:vec_k_doc, :vec_limit)))
 ),
 vec_chunk AS MATERIALIZED (
-    SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-      AND k = CASE WHEN (SELECT chunk FROM vec_plan) THEN 0 ELSE :vec_k_chunk END
-      AND kind = 'chunk'
-      AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    SELECT c.vector_id, c.doc_id,
+           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+    FROM (SELECT vector_id, doc_id FROM vectors
+          WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+            AND k = CASE WHEN (SELECT chunk FROM vec_plan) THEN 0 ELSE :vec_k_chunk END
+            AND kind = 'chunk'
+            AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+         ) AS c
+    JOIN vector_data AS v ON v.vector_id = c.vector_id
     UNION ALL
     SELECT * FROM (
-        SELECT v.vector_id, v.doc_id
-        FROM document_chunks AS c JOIN vector_data AS v ON v.vector_id = c.vector_id
-        WHERE (SELECT chunk FROM vec_plan) AND :has_vector
-          AND (:topic IS NULL OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
-        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
+        SELECT vector_id, doc_id, similarity FROM (
+            SELECT v.vector_id, v.doc_id,
+                   1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+            FROM document_chunks AS c JOIN vector_data AS v ON v.vector_id = c.vector_id
+            WHERE (SELECT chunk FROM vec_plan) AND :has_vector
+              AND (:topic IS NULL
+                   OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic)))
+        ORDER BY similarity DESC, vector_id
         LIMIT (SELECT :vec_k_chunk))
 ),
 vec_hype AS MATERIALIZED (
@@ -174,14 +204,6 @@ vec_hype AS MATERIALIZED (
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
         LIMIT (SELECT :vec_k_hype))
 ),
--- Exact cosine for the candidates, from the float32 copy.
-vec_scored AS (
-    SELECT c.doc_id, c.vector_id, c.kind,
-           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
-    FROM (SELECT vector_id, doc_id, 'doc' AS kind FROM vec_doc
-          UNION ALL SELECT vector_id, doc_id, 'chunk' FROM vec_chunk) AS c
-    JOIN vector_data AS v ON v.vector_id = c.vector_id
-),
 vec_ranked AS (
     -- best vector (document or chunk) per document
     SELECT doc_id, vector_id, kind, similarity AS score,
@@ -189,24 +211,25 @@ vec_ranked AS (
     FROM (
         SELECT doc_id, vector_id, kind, similarity,
                row_number() OVER (PARTITION BY doc_id ORDER BY similarity DESC, vector_id) AS nth
-        FROM vec_scored
+        FROM (SELECT vector_id, doc_id, 'doc' AS kind, similarity FROM vec_doc
+              UNION ALL SELECT vector_id, doc_id, 'chunk', similarity FROM vec_chunk)
     )
     WHERE nth = 1
     ORDER BY rank
     LIMIT (SELECT :vec_limit)
 ),
--- HyPE: every question of the documents the KNN found, scored exactly;
--- a document scores the mean of its :hype_top best questions (several
--- matching questions count more than one stray match).
+-- HyPE: every question of the documents the KNN found, scored exactly (one
+-- cosine each); a document scores the mean of its :hype_top best questions
+-- (several matching questions count more than one stray match).
 hype_scored AS (
-    SELECT q.doc_id, q.position,
-           1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity,
-           row_number() OVER (PARTITION BY q.doc_id
-                              ORDER BY 1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))
-                              DESC, q.position) AS nth
-    FROM hype_questions AS q
-    JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
-    WHERE q.doc_id IN (SELECT doc_id FROM vec_hype)
+    SELECT doc_id, position, similarity,
+           row_number() OVER (PARTITION BY doc_id ORDER BY similarity DESC, position) AS nth
+    FROM (
+        SELECT q.doc_id, q.position,
+               1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
+        FROM hype_questions AS q
+        JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
+        WHERE q.doc_id IN (SELECT doc_id FROM vec_hype))
 ),
 hype_ranked AS (
     SELECT doc_id, avg(similarity) AS score, max(similarity) AS best,
@@ -311,43 +334,45 @@ floor_similarity AS (
       AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_best IS NULL)
     GROUP BY v.doc_id
 ),
-scored AS (
-    SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.created, d.updated, d.body,
-           max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
-               coalesce(s.similarity, -1.0)) AS similarity,
-           coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
-           coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
-           coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
-           coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
-           coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
-           coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
-           coalesce(:w_fm * f.fm_weight * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
-               + coalesce(:w_vec * f.vec_norm, 0.0) + coalesce(:w_hype * f.hype_norm, 0.0)
-               + coalesce(:w_hype_fts * f.hype_fts_norm, 0.0)
-               + CASE WHEN f.date_rank IS NOT NULL THEN :w_date ELSE 0.0 END AS convex,
-           CASE d.doc_type WHEN 'skill' THEN :boost_skill
-                           WHEN 'journal' THEN :boost_journal
-                           ELSE :boost_entry END AS boost,
-           CASE WHEN d.doc_type = 'journal' AND julianday(d.updated) IS NOT NULL
-                     AND :half_life_days IS NOT NULL
-                THEN 1.0 - :recency_weight * (1.0 - exp(-ln(2.0)
-                         * max(julianday(:now) - julianday(d.updated), 0.0) / :half_life_days))
-                ELSE 1.0 END AS recency
-    FROM fused AS f
-    JOIN documents AS d ON d.id = f.doc_id
-    LEFT JOIN floor_similarity AS s ON s.doc_id = f.doc_id
+-- One narrow row per hit (no document text: that is read for the returned
+-- rows only), each factor computed once.
+scored AS MATERIALIZED (
+    SELECT *, (CASE :fusion WHEN 'convex' THEN convex
+                            ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts + rrf_date
+               END) * boost AS evidence
+    FROM (
+        SELECT f.*, d.doc_type, coalesce(d.updated, d.created) AS dated, d.updated,
+               max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
+                   coalesce(s.similarity, -1.0)) AS similarity,
+               coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
+               coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
+               coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
+               coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
+               coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
+               coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
+               coalesce(:w_fm * f.fm_weight * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
+                   + coalesce(:w_vec * f.vec_norm, 0.0) + coalesce(:w_hype * f.hype_norm, 0.0)
+                   + coalesce(:w_hype_fts * f.hype_fts_norm, 0.0)
+                   + CASE WHEN f.date_rank IS NOT NULL THEN :w_date ELSE 0.0 END AS convex,
+               CASE d.doc_type WHEN 'skill' THEN :boost_skill
+                               WHEN 'journal' THEN :boost_journal
+                               ELSE :boost_entry END AS boost,
+               CASE WHEN d.doc_type = 'journal' AND julianday(d.updated) IS NOT NULL
+                         AND :half_life_days IS NOT NULL
+                    THEN 1.0 - :recency_weight * (1.0 - exp(-ln(2.0)
+                             * max(julianday(:now) - julianday(d.updated), 0.0) / :half_life_days))
+                    ELSE 1.0 END AS recency
+        FROM fused AS f
+        JOIN documents AS d ON d.id = f.doc_id
+        LEFT JOIN floor_similarity AS s ON s.doc_id = f.doc_id
+    )
 ),
-kept AS (
-    SELECT *, evidence * recency AS relevance
-    FROM (SELECT *, (CASE :fusion WHEN 'convex' THEN convex
-                                  ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts
-                                       + rrf_date END)
-                        * boost AS evidence,
-                 max(similarity) OVER () AS best_similarity
-          FROM scored)
+kept AS MATERIALIZED (
+    SELECT doc_id, doc_type, dated, evidence, evidence * recency AS relevance
+    FROM scored
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
-           AND best_similarity >= :min_similarity)
+           AND (SELECT max(similarity) FROM scored) >= :min_similarity)
 ),
 latest AS (
     -- eligible: dated, among the :latest_top best by evidence and close to
@@ -357,36 +382,37 @@ latest AS (
     -- Journal entries only: their date is the date of what they record; a
     -- reference entry's `updated` is its last edit (an overview touched
     -- yesterday is not the latest event), so entries keep their evidence order
-    SELECT *, CASE WHEN :latest AND evidence > 0 AND doc_type = 'journal'
-                        AND coalesce(updated, created) IS NOT NULL
-                        AND evidence_rank <= :latest_top
-                        AND evidence >= :latest_ratio * max(evidence) OVER ()
-                   THEN 1 ELSE 0 END AS in_latest,
-           max(relevance) OVER () AS best
-    FROM (SELECT *, row_number() OVER (ORDER BY evidence DESC, doc_id) AS evidence_rank
-          FROM kept)
+    SELECT doc_id, row_number() OVER (ORDER BY dated DESC, doc_id) AS latest_rank,
+           count(*) OVER () AS n_latest
+    FROM (SELECT doc_id, doc_type, dated, evidence FROM kept
+          WHERE :latest
+          ORDER BY evidence DESC, doc_id
+          LIMIT (SELECT :latest_top))
+    WHERE evidence > 0 AND dated IS NOT NULL AND doc_type = 'journal'
+      AND evidence >= :latest_ratio * (SELECT max(evidence) FROM kept)
 ),
 final AS (
-    SELECT *,
-           CASE WHEN in_latest = 1 THEN row_number() OVER (
-                    PARTITION BY in_latest ORDER BY coalesce(updated, created) DESC, doc_id)
-           END AS latest_rank,
-           sum(in_latest) OVER () AS n_latest
-    FROM latest
+    SELECT k.doc_id, k.relevance, l.latest_rank,
+           CASE WHEN l.latest_rank IS NOT NULL
+                THEN (SELECT max(relevance) FROM kept) * (2.0 - (l.latest_rank - 1.0) / l.n_latest)
+                ELSE k.relevance END AS score
+    FROM kept AS k
+    LEFT JOIN latest AS l ON l.doc_id = k.doc_id
+    ORDER BY score DESC, k.doc_id
+    LIMIT (SELECT :limit)
 )
-SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body,
-       CASE WHEN s.in_latest = 1 THEN s.best * (2.0 - (s.latest_rank - 1.0) / s.n_latest)
-            ELSE s.relevance END AS score,
-       s.relevance, s.similarity,
+SELECT s.doc_id, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body,
+       f.score, f.relevance, s.similarity,
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
        s.boost, s.recency,
-       s.latest_rank,
+       f.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question
-FROM final AS s
+FROM final AS f
+JOIN scored AS s ON s.doc_id = f.doc_id
+JOIN documents AS d ON d.id = f.doc_id
 LEFT JOIN document_chunks AS c ON c.vector_id = s.vec_vector_id
 LEFT JOIN hype_questions AS q ON q.doc_id = s.doc_id AND q.position = s.hype_position
-ORDER BY score DESC, s.doc_id
-LIMIT (SELECT :limit);
+ORDER BY f.score DESC, f.doc_id;
