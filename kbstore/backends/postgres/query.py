@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Hit, SearchRequest
-from ...query import VEC_K_KEYS, analyse, make_snippet, resolve_settings, vec_k
+from ...query import VEC_K_KEYS, analyse, resolve_settings, vec_k
+from ..hits import to_hits
 
 SQL_DIR = Path(__file__).resolve().parent
 _PSQL_VAR = re.compile(r":'([a-z_]+)'")
@@ -161,49 +162,6 @@ def run(conn: Any, request: SearchRequest) -> list[Hit]:
     cursor = conn.execute(statement(), compile_params(request), prepare=True)
     columns = [c.name for c in cursor.description]
     rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-    return [Hit(path=row["path"], title=row["title"], tags=list(row["tags"]),
-                doc_type=row["doc_type"], topic=row["topic"], updated=row["updated"],
-                score=float(row["score"]), snippet=snippet(row, request.terms),
-                explain=explain_row(row) if request.explain else None)
-            for row in rows]
+    return to_hits(rows, request)
 
 
-def snippet(row: dict[str, Any], terms: tuple[str, ...]) -> str:
-    """Around the first query term; inside the best-matching chunk when a
-    chunk vector is what found the document (as the SQLite backend does)."""
-    body = row["body"]
-    start, end = row["chunk_start"], row["chunk_end"]
-    if start is not None and end is not None and 0 <= start < end <= len(body):
-        piece = make_snippet(body[start:end], terms)
-        return ("…" if start > 0 and not piece.startswith("…") else "") + piece
-    return make_snippet(body, terms)
-
-
-def _num(value: Any) -> Any:
-    return None if value is None else float(value) if not isinstance(value, int) else value
-
-
-def explain_row(row: dict[str, Any]) -> dict[str, Any]:
-    """Every factor that made a hit's score (the SQLite backend's layout)."""
-    return {
-        "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"],
-                  "vector": row["vec_rank"], "hype": row["hype_rank"],
-                  "hype_fts": row["hype_fts_rank"], "date": row["date_rank"]},
-        "frontmatter_weight": _num(row["fm_weight"]),
-        "raw": {"bm25": _num(row["fts_score"]), "cosine": _num(row["vec_score"]),
-                "question_cosine": _num(row["hype_score"])},
-        "similarity": _num(row["similarity"]),
-        "rrf": {"frontmatter": _num(row["rrf_fm"]), "fts": _num(row["rrf_fts"]),
-                "vector": _num(row["rrf_vec"]), "hype": _num(row["rrf_hype"]),
-                "hype_fts": _num(row["rrf_hype_fts"]), "date": _num(row["rrf_date"])},
-        "convex": _num(row["convex"]),
-        "relevance": _num(row["relevance"]),
-        "boost": _num(row["boost"]),
-        "recency": _num(row["recency"]),
-        "decay": _num(row["recency"]),  # the recency factor's former name
-        "latest_rank": row["latest_rank"],
-        "matched_vector": row["matched_kind"] if row["vec_rank"] is not None else None,
-        "matched_chunk": ([row["chunk_start"], row["chunk_end"]]
-                          if row["chunk_start"] is not None else None),
-        "matched_question": row["matched_question"],
-    }

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Hit, SearchRequest
-from ...query import VEC_K_KEYS, make_snippet, vec_k
+from ...query import VEC_K_KEYS, vec_k
+from ..hits import to_hits
 from .connection import Connection, snapshot, vec_path
 
 SQL_FILE = Path(__file__).with_name("search.sql")
@@ -77,50 +78,7 @@ def run(conn: Connection, request: SearchRequest, dim: int) -> list[Hit]:
         cursor = conn.execute(search_sql(), params)
         columns = [c[0] for c in cursor.description]
         rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-    return [Hit(path=row["path"], title=row["title"], tags=json.loads(row["tags"]),
-                doc_type=row["doc_type"], topic=row["topic"], updated=row["updated"],
-                score=float(row["score"]), snippet=snippet(row, request.terms),
-                explain=explain_row(row) if request.explain else None)
-            for row in rows]
-
-
-def snippet(row: dict[str, Any], terms: tuple[str, ...]) -> str:
-    """Around the first query term; inside the best-matching chunk when a
-    chunk vector is what found the document."""
-    body = row["body"]
-    start, end = row["chunk_start"], row["chunk_end"]
-    if start is not None and end is not None and 0 <= start < end <= len(body):
-        piece = make_snippet(body[start:end], terms)
-        return ("…" if start > 0 and not piece.startswith("…") else "") + piece
-    return make_snippet(body, terms)
-
-
-def explain_row(row: dict[str, Any]) -> dict[str, Any]:
-    """Every factor that made a hit's score."""
-    return {
-        "ranks": {"frontmatter": row["fm_rank"], "fts": row["fts_rank"], "vector": row["vec_rank"],
-                  "hype": row["hype_rank"], "hype_fts": row["hype_fts_rank"],
-                  "date": row["date_rank"]},
-        # tag match: share of the query's words the tags cover; title-only: w_fm_title
-        "frontmatter_weight": row["fm_weight"],
-        # question_cosine: mean of the document's hype_top best questions
-        "raw": {"bm25": row["fts_score"], "cosine": row["vec_score"],
-                "question_cosine": row["hype_score"]},
-        "similarity": row["similarity"],  # best vector of any kind (the floor's input)
-        "rrf": {"frontmatter": row["rrf_fm"], "fts": row["rrf_fts"], "vector": row["rrf_vec"],
-                "hype": row["rrf_hype"], "hype_fts": row["rrf_hype_fts"],
-                "date": row["rrf_date"]},
-        "convex": row["convex"],
-        "relevance": row["relevance"],
-        "boost": row["boost"],
-        "recency": row["recency"],
-        "decay": row["recency"],  # the recency factor's former name
-        "latest_rank": row["latest_rank"],  # set when a "latest" question reordered the hit
-        "matched_vector": row["matched_kind"] if row["vec_rank"] is not None else None,
-        "matched_chunk": ([row["chunk_start"], row["chunk_end"]]
-                          if row["chunk_start"] is not None else None),
-        "matched_question": row["matched_question"],
-    }
+    return to_hits(rows, request)
 
 
 # -- the sqlite3-shell script --------------------------------------------------------
