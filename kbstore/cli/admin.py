@@ -91,7 +91,10 @@ def status(db_path: str, as_json: bool) -> None:
     click.echo(f"database        {info['path']} ({info['file_bytes']:,} bytes)")
     if info.get("knowledge_base"):
         click.echo(f"backend         {info['backend']}, knowledge base {info['knowledge_base']}")
-    click.echo(f"schema version  {info['schema_version']}")
+    pending = info.get("pending_migrations") or []
+    click.echo(f"schema version  {info['schema_version']}" + (
+        f" ({len(pending)} migration(s) pending: `kbstore migrate` or any "
+        "writing command applies them)" if pending else ""))
     click.echo(f"embedder        {fp.get('name')} {fp.get('model')} dim={fp.get('dim')} "
                f"prefixes={fp.get('document_prefix') or '-'}/{fp.get('query_prefix') or '-'}")
     click.echo(f"documents       {info['documents']}")

@@ -164,3 +164,29 @@ def test_tag_rows_use_the_query_words_rule(tags: list[str]) -> None:
     for tag in tags:  # a one-word tag's key is the word the query analysis makes of it
         if tag.strip().isalpha():
             assert query_terms(tag) == [tag_key(tag)]
+
+
+def test_read_commands_work_on_a_v3_file_and_leave_it_as_it_is(db_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """After an upgrade of kbstore, search/status/doctor/export still work on a
+    v3 file (v4 changed only how writes make the index rows), say that a
+    migration is pending, and do not migrate or modify it; a write migrates."""
+    from .util import file_state
+
+    _make_v3_file(db_path)
+    before = file_state(db_path)
+    with KnowledgeStore.open(db_path, read_only=True) as store:
+        assert store.status()["schema_version"] == 3
+        assert store.status()["pending_migrations"] == ["0004_index_rows_written_per_batch"]
+        assert store.search("stoneware cone", limit=1)[0].path == "domains/kiln.md"
+        assert store.search("ceramics", limit=1)[0].path == "domains/kiln.md"  # a tag
+        report = diagnose(store)
+        assert report.ok, [c.to_dict() for c in report.problems]
+    text = run_cli("status", "--db", db_path).output
+    assert "schema version  3 (1 migration(s) pending: `kbstore migrate`" in text, text
+    hits = run_cli("search", "--db", db_path, "warp tension", "--json")
+    assert hits.exit_code == 0 and json.loads(hits.output.splitlines()[0])["path"] == \
+        "projects/loom.md"
+    assert run_cli("doctor", "--db", db_path).exit_code == 0
+    assert file_state(db_path) == before
+    with KnowledgeStore.open(db_path, FakeEmbedder(64), hype=False) as store:
+        assert store.status()["schema_version"] == 4 and not store.status()["pending_migrations"]

@@ -87,7 +87,7 @@ class SQLiteBackend:
             elif not current.applied:
                 raise NotAKnowledgeBaseError(f"{path} is empty, not a kbstore database yet; "
                                              "create it with `kbstore init`")
-            elif current.pending:
+            elif current.pending and current.version < _migrations.READABLE_FROM:
                 raise SchemaOutdatedError(
                     f"{path} has schema version {current.version}; this kbstore needs "
                     f"{_migrations.SCHEMA_VERSION}. Read commands never modify a file: run "

@@ -20,6 +20,11 @@ from .connection import Connection, retry_busy, transaction
 BACKEND = "sqlite"
 TABLE = "_sqlite_migrations"
 SCHEMA_VERSION = schema_version(BACKEND)
+# The oldest schema the read path (search, get, status, doctor, export) works
+# on unchanged: v4 changed only how a write makes the index rows (the backend
+# instead of triggers), so a v3 file reads exactly as a v4 one. Read commands
+# open such a file as it is (never migrating it); writes migrate it first.
+READABLE_FROM = 3
 
 
 @dataclass(frozen=True)
