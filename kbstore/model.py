@@ -160,6 +160,12 @@ class Change:
     def derive_only(self) -> bool:
         return self.document is None and not self.delete
 
+    @property
+    def writes_vectors(self) -> bool:
+        """Whether applying it stores vectors (the file's embedder must match)."""
+        return (self.doc_vector is not None or bool(self.questions and self.questions.texts)
+                or bool(self.chunks and self.chunks.vectors))
+
 
 @dataclass
 class Applied:

@@ -104,8 +104,7 @@ def apply(conn: Any, schema: str, changes: Sequence[Change], writer_fp: str | No
     out = Applied()
     paths = [c.path for c in changes]
     with write_transaction(conn, schema, paths=paths):
-        if any(c.doc_vector is not None or (c.questions and c.questions.texts)
-               or (c.chunks and c.chunks.vectors) for c in changes):
+        if any(c.writes_vectors for c in changes):
             check_fingerprint(conn, writer_fp, location)
         current = stored_state(conn, paths)
         batch = _Batch()

@@ -309,8 +309,7 @@ class SQLiteBackend:
         self._writable()
         out = Applied()
         with bulk_writes(self.conn, len(changes) >= BULK_CHANGES), transaction(self.conn):
-            if any(c.doc_vector is not None or (c.questions and c.questions.texts)
-                   for c in changes):
+            if any(c.writes_vectors for c in changes):
                 self._check_fingerprint(fingerprint_id)
             current = self.stored([c.path for c in changes])
             rebuilding = _vectors.stage_exists(self.conn)
