@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..model import CHUNK_VECTORS, DOC_VECTOR, HYPE_QUESTIONS, HYPE_VECTORS, PENDING, Document
+from ..model import (
+    CHUNK_VECTORS,
+    DOC_VECTOR,
+    HYPE_QUESTIONS,
+    HYPE_VECTORS,
+    PENDING,
+    Check,
+    Document,
+)
 from ..redact import redact
 
 
@@ -42,3 +50,12 @@ def derived_checks(add: Callable[..., None], docs: dict[int, Document],
                                      for d, (_, m, _) in by_kind.get(kind, {}).items()
                                      if d in ids and m != fp},
             f"vectors made by another embedder than the stored {fp}")
+
+
+def guarded(name: str, check: Callable[..., Check], *args: Any) -> Check:
+    """Run one check; a check that fails (a damaged file can fail any query)
+    becomes a problem named after it, its message redacted."""
+    try:
+        return check(*args)
+    except Exception as exc:
+        return Check(name, 1, f"check failed: {redact(str(exc))}", fixable=False)

@@ -27,7 +27,7 @@ from ...model import (
     tag_key,
 )
 from ...redact import redact
-from ..checks import derived_checks
+from ..checks import derived_checks, guarded
 from .connection import rebuild_holders, snapshot, write_transaction
 from .rebuild import check_dim
 from .write import CHUNK_SLOT, STAGING, staging_exists
@@ -251,19 +251,12 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
     return checks
 
 
-def _guarded(name: str, check: Any, *args: Any) -> Check:
-    try:
-        return check(*args)  # type: ignore[no-any-return]
-    except Exception as exc:
-        return Check(name, 1, f"check failed: {redact(str(exc))}", fixable=False)
-
-
 def diagnose(conn: Any, schema: str, fp: str | None, dim: int | None) -> list[Check]:
     checks = []
     with snapshot(conn):
         for name, check in (("integrity", _integrity), ("schema", _schema_check),
                             ("indexes", _index_check)):
-            checks.append(_guarded(name, check, conn, schema))
+            checks.append(guarded(name, check, conn, schema))
         setup, vectors_ok = _meta_checks(conn, schema, dim)
         checks += setup
         try:

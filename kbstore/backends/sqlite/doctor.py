@@ -25,7 +25,7 @@ from ...model import (
     fingerprint_id,
     tag_key,
 )
-from ..checks import derived_checks
+from ..checks import derived_checks, guarded
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
 from .pending import question_texts
@@ -266,16 +266,9 @@ def _invalid_vectors(conn: Connection) -> set[int]:
     return bad
 
 
-def _guarded(name: str, check: Any, *args: Any) -> Check:
-    try:
-        return check(*args)  # type: ignore[no-any-return]
-    except Exception as exc:
-        return Check(name, 1, f"check failed: {exc}", fixable=False)
-
-
 def diagnose(conn: Connection, fp: str | None, *, writable: bool) -> list[Check]:
-    checks = [_guarded("integrity", _integrity, conn), _guarded("schema", _schema_check, conn),
-              _guarded("fts_integrity", _fts_integrity, conn, writable)]
+    checks = [guarded("integrity", _integrity, conn), guarded("schema", _schema_check, conn),
+              guarded("fts_integrity", _fts_integrity, conn, writable)]
     setup, vectors_ok = _meta_checks(conn, fp)
     checks += setup
     try:
