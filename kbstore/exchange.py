@@ -20,7 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -248,7 +248,16 @@ def import_jsonl(store: KnowledgeStore, file: str | os.PathLike[str] | IO[str], 
             except ExchangeError as exc:
                 report.skipped.append(Skipped(where, str(exc)))
 
-    for batch in batches(records(), batch_size or store.settings.batch_size):
+    write_records(writer, records(), batch_size or store.settings.batch_size, report)
+    store.backend.checkpoint()
+    return report
+
+
+def write_records(writer: Any, records: Iterable[tuple[Document, Provided]], batch_size: int,
+                  report: JsonlReport, progress: Callable[[int], None] | None = None) -> None:
+    """Upsert exchanged documents (with what they carry) in batches through
+    the one write path, counting into ``report``."""
+    for batch in batches(records, batch_size):
         outcome = writer.upsert([d for d, _ in batch], provided={d.path: p for d, p in batch})
         report.documents += len(batch)
         report.reused_vectors += outcome.reused_vectors
@@ -256,8 +265,8 @@ def import_jsonl(store: KnowledgeStore, file: str | os.PathLike[str] | IO[str], 
         report.imported_questions += outcome.imported_questions
         report.embedded += outcome.report.embedded
         report.write.add(outcome.report)
-    store.backend.checkpoint()
-    return report
+        if progress is not None:
+            progress(len(batch))
 
 
 # -- markdown -------------------------------------------------------------------------

@@ -20,9 +20,9 @@ from typing import Any
 
 from .embedders import embedder_from_fingerprint
 from .errors import KBStoreError
-from .exchange import JsonlReport, _record, document_records
+from .exchange import JsonlReport, _record, document_records, write_records
 from .model import Document, Skipped
-from .writer import Provided, batches
+from .writer import Provided
 
 META_COPIED = ("fusion",)  # stored search defaults a user may have tuned
 
@@ -124,15 +124,7 @@ def _copy_documents(src: Any, dst: Any, report: CopyReport, batch_size: int | No
             except KBStoreError as exc:  # a document the destination cannot hold
                 jsonl.skipped.append(Skipped(record["path"], str(exc)))
 
-    for batch in batches(records(), batch_size or dst.settings.batch_size):
-        outcome = writer.upsert([d for d, _ in batch], provided={d.path: p for d, p in batch})
-        report.documents += len(batch)
-        jsonl.documents += len(batch)
-        jsonl.reused_vectors += outcome.reused_vectors
-        jsonl.reused_question_vectors += outcome.reused_question_vectors
-        jsonl.imported_questions += outcome.imported_questions
-        jsonl.embedded += outcome.report.embedded
-        jsonl.write.add(outcome.report)
-        if progress is not None:
-            progress(len(batch))
+    before = jsonl.documents
+    write_records(writer, records(), batch_size or dst.settings.batch_size, jsonl, progress)
+    report.documents += jsonl.documents - before
     return seen
