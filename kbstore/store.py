@@ -8,6 +8,7 @@ settings, and routes every write through the one write path
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -333,8 +334,9 @@ class KnowledgeStore:
     def _request(self, query: Any, topic: Any, limit: Any, explain: bool, query_vector: Any,
                  now: Any, settings: dict[str, Any]) -> tuple[Any, list[float] | None]:
         resolved = _query.resolve_settings(self.search_defaults, settings)
-        # Validate the query before paying for its embedding.
-        _query.analyse(query, None, topic=topic, limit=limit, now=now, settings=resolved)
+        # Analysed (and so validated) before paying for its embedding.
+        request = _query.analyse(query, None, topic=topic, limit=limit, now=now,
+                                 settings=resolved, explain=explain)
         self._follow_reembed()
         vector: list[float] | None = None
         blob = None
@@ -347,8 +349,7 @@ class KnowledgeStore:
             else:
                 vector = [float(x) for x in self.embedder.embed_queries([query])[0]]
                 blob = query_blob(vector, self._dim())
-        request = _query.analyse(query, blob, topic=topic, limit=limit, now=now,
-                                 settings=resolved, explain=explain)
+        request = dataclasses.replace(request, vector=blob)
         if vector is None and blob is not None:
             import array
 
