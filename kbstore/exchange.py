@@ -29,7 +29,7 @@ from .embed import fingerprint_id, same_model
 from .errors import ExchangeError, InvalidDocumentError
 from .files import atomic_write, open_output, render_markdown, staging_prefix, sweep_stale
 from .ingest import EXCLUDED_NAMES, SKILLS_TOPIC, TOPICS, make_document
-from .model import HYPE_QUESTIONS, OK, Document, ImportReport, Skipped
+from .model import CHUNK_VECTORS, HYPE_QUESTIONS, OK, Document, ImportReport, Skipped
 from .writer import IMPORTED_QUESTIONS_MODEL, Provided, batches
 
 if TYPE_CHECKING:
@@ -79,6 +79,14 @@ def document_records(store: KnowledgeStore, include_vectors: bool = False
                         and hv.model == fp and len(question_blobs) == len(questions)
                         and all(b is not None for b in question_blobs)):
                     vectors["questions"] = [_floats(b) for b in question_blobs]
+                cv = stored.made(CHUNK_VECTORS)
+                if cv is not None and cv.model == fp:
+                    # chunks_hash names the content, window and overlap they were made
+                    # from: an importer uses them only when its own hash is the same.
+                    chunk_blobs = backend.chunk_vectors_of(doc.path)
+                    if chunk_blobs and all(b is not None for b in chunk_blobs):
+                        vectors["chunks_hash"] = cv.content_hash
+                        vectors["chunks"] = [_floats(b) for b in chunk_blobs]
                 record["vectors"] = vectors
             yield record
 
@@ -108,10 +116,12 @@ class JsonlReport:
     documents: int = 0
     reused_vectors: int = 0
     reused_question_vectors: int = 0
+    reused_chunk_vectors: int = 0
     imported_questions: int = 0
     fingerprint_mismatch: int = 0   # records whose vectors came from another model
     invalid_vectors: int = 0        # NaN/inf/zero/wrong-size vectors (embedded instead)
     embedded: int = 0
+    embedded_chunks: int = 0        # chunk vectors of long documents made by the embedder
     skipped: list[Skipped] = field(default_factory=list)   # bad records, with line and reason
     write: ImportReport = field(default_factory=ImportReport)
 
@@ -125,9 +135,10 @@ class JsonlReport:
         w = self.write
         return (f"imported {self.documents} document(s): added {w.added}, updated {w.updated}, "
                 f"unchanged {w.unchanged}; reused {self.reused_vectors} vectors, "
-                f"{self.imported_questions} HyPE questions; fingerprint mismatch "
-                f"{self.fingerprint_mismatch}; invalid vectors {self.invalid_vectors}; "
-                f"embedded {self.embedded}; skipped {len(self.skipped)} record(s)")
+                f"{self.reused_chunk_vectors} chunk vectors, {self.imported_questions} HyPE "
+                f"questions; fingerprint mismatch {self.fingerprint_mismatch}; invalid vectors "
+                f"{self.invalid_vectors}; embedded {self.embedded} document(s) and "
+                f"{self.embedded_chunks} chunk(s); skipped {len(self.skipped)} record(s)")
 
 
 def _str_or_none(record: dict[str, Any], key: str) -> Any:
@@ -180,7 +191,7 @@ def _record(record: Any, fingerprint: dict[str, Any], dim: int,
         return doc, provided
     if not isinstance(vectors, dict):
         raise ExchangeError("'vectors' must be a JSON object")
-    if vectors.get("doc") is None and not vectors.get("questions"):
+    if vectors.get("doc") is None and not vectors.get("questions") and not vectors.get("chunks"):
         return doc, provided
     theirs = vectors.get("fingerprint")
     if not isinstance(theirs, dict) or not same_model(theirs, fingerprint):
@@ -197,6 +208,13 @@ def _record(record: Any, fingerprint: dict[str, Any], dim: int,
         if len(rows) == len(provided.questions or []) and all(r is not None and len(r) == dim
                                                         for r in rows):
             provided.question_vectors = rows
+        else:
+            report.invalid_vectors += 1
+    cv, chash = vectors.get("chunks"), vectors.get("chunks_hash")
+    if cv:
+        rows = [_vector_list(v) for v in cv] if isinstance(cv, list) else [None]
+        if isinstance(chash, str) and all(r is not None and len(r) == dim for r in rows):
+            provided.chunks_hash, provided.chunk_vectors = chash, rows
         else:
             report.invalid_vectors += 1
     return doc, provided
@@ -262,6 +280,8 @@ def write_records(writer: Any, records: Iterable[tuple[Document, Provided]], bat
         report.documents += len(batch)
         report.reused_vectors += outcome.reused_vectors
         report.reused_question_vectors += outcome.reused_question_vectors
+        report.reused_chunk_vectors += outcome.reused_chunk_vectors
+        report.embedded_chunks += outcome.embedded_chunks
         report.imported_questions += outcome.imported_questions
         report.embedded += outcome.report.embedded
         report.write.add(outcome.report)

@@ -48,9 +48,10 @@ class CopyReport:
         w, j = self.jsonl.write, self.jsonl
         text = (f"copied {self.documents} document(s) from {self.source} to {self.destination}: "
                 f"added {w.added}, updated {w.updated}, unchanged {w.unchanged}; reused "
-                f"{j.reused_vectors} vectors and {j.reused_question_vectors} question vectors, "
-                f"{j.imported_questions} HyPE questions; embedded {j.embedded} with "
-                f"{self.embedder}; skipped {len(j.skipped)}")
+                f"{j.reused_vectors} vectors, {j.reused_question_vectors} question vectors and "
+                f"{j.reused_chunk_vectors} chunk vectors, {j.imported_questions} HyPE "
+                f"questions; embedded {j.embedded} document(s) and {j.embedded_chunks} "
+                f"chunk(s) with {self.embedder}; skipped {len(j.skipped)}")
         if self.pruned:
             text += f"; deleted {self.pruned} document(s) the source does not have"
         return text

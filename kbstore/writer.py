@@ -91,6 +91,9 @@ class Provided:
     questions: list[str] | None = None
     question_vectors: list[Any] | None = None
     questions_model: str = IMPORTED_QUESTIONS_MODEL
+    # chunk vectors in position order, and the chunks_hash they were made for
+    chunk_vectors: list[Any] | None = None
+    chunks_hash: str | None = None
 
 
 @dataclass
@@ -105,6 +108,7 @@ class _Work:
     embed_chunks: bool = False        # change.chunks.spans need vectors
     reused_vector: bool = False
     reused_questions: bool = False
+    reused_chunks: bool = False
 
 
 @dataclass
@@ -115,6 +119,8 @@ class Outcome:
     changed: list[str] = field(default_factory=list)   # derived-only, content moved on
     reused_vectors: int = 0
     reused_question_vectors: int = 0
+    reused_chunk_vectors: int = 0
+    embedded_chunks: int = 0           # chunk vectors the embedder made
     imported_questions: int = 0
     llm_calls: int = 0
     llm_failures: list[str] = field(default_factory=list)
@@ -124,6 +130,8 @@ class Outcome:
         self.changed += part.changed
         self.reused_vectors += part.reused_vectors
         self.reused_question_vectors += part.reused_question_vectors
+        self.reused_chunk_vectors += part.reused_chunk_vectors
+        self.embedded_chunks += part.embedded_chunks
         self.imported_questions += part.imported_questions
         self.llm_calls += part.llm_calls
         self.llm_failures += part.llm_failures
@@ -262,7 +270,7 @@ class Writer:
         elif hq is not None and hq.content_hash != hhash:
             change.drop_questions = True  # describe older content
 
-        self._plan_chunks(work, made.get(CHUNK_VECTORS))
+        self._plan_chunks(work, made.get(CHUNK_VECTORS), provided)
 
         if (change.document is None and change.doc_vector is None and not work.embed_doc
                 and change.questions is None and not work.ask_llm and not change.drop_questions
@@ -270,10 +278,11 @@ class Writer:
             return None
         return work
 
-    def _plan_chunks(self, work: _Work, made: Any) -> None:
+    def _plan_chunks(self, work: _Work, made: Any, provided: Provided | None) -> None:
         """Chunk vectors for a document longer than the embedder's window
-        (re-made when the title, body, window or model changed); dropped
-        when it now fits one window."""
+        (re-made when the title, body, window or model changed; taken from
+        ``provided`` when made for the same chunks); dropped when it now fits
+        one window."""
         content = work.content
         spans = chunk_spans(content.body, self.window)
         if not spans:
@@ -282,7 +291,14 @@ class Writer:
         chash = chunks_hash(content.title, content.body, self.window)
         if made is None or made.content_hash != chash or made.model != self.fp:
             work.change.chunks = Chunks(chash, spans)
-            work.embed_chunks = True
+            given = provided.chunk_vectors if provided is not None else None
+            if (given is not None and provided is not None and provided.chunks_hash == chash
+                    and len(given) == len(spans)
+                    and all(usable(v, self.embedder.dim) for v in given)):
+                work.change.chunks.vectors = [unit(v) for v in given]
+                work.reused_chunks = True
+            else:
+                work.embed_chunks = True
 
     # -- producing (no lock held) -----------------------------------------------------------
 
@@ -387,6 +403,11 @@ class Writer:
                     out.reused_vectors += 1
                 else:
                     report.embedded += 1
+            if change.chunks is not None and change.chunks.vectors:
+                if work.reused_chunks:
+                    out.reused_chunk_vectors += len(change.chunks.vectors)
+                else:
+                    out.embedded_chunks += len(change.chunks.vectors)
             q = change.questions
             if q is not None and work.ask_llm:
                 if q.status == OK:

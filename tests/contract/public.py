@@ -38,6 +38,12 @@ def doc_vectors(store: KnowledgeStore) -> dict[str, list[float]]:
             if "doc" in r["vectors"]}
 
 
+def chunk_vectors(store: KnowledgeStore) -> dict[str, list[list[float]]]:
+    """path -> its current chunk vectors (long documents only), in chunk order."""
+    return {r["path"]: r["vectors"]["chunks"] for r in records(store, vectors=True)
+            if "chunks" in r["vectors"]}
+
+
 def documents(store: KnowledgeStore) -> dict[str, Any]:
     return {p: store.get(p) for p in store.paths()}
 

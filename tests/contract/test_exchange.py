@@ -24,7 +24,7 @@ from kbstore.exchange import ExchangeError, export_jsonl, export_markdown, impor
 from kbstore.exchange_npz import import_npz
 from kbstore.ingest import parse_file, scan_workspace
 
-from .public import doc_vectors, documents, questions
+from .public import chunk_vectors, doc_vectors, documents, questions
 
 QUERIES = ("how do I recover when a release breaks production?", "sourdough starter feeding",
            "sqlite full text search ranking", "deploy a service", "what does the user prefer")
@@ -88,15 +88,52 @@ def test_jsonl_with_vectors_and_same_fingerprint_embeds_nothing(tmp_path, backen
     assert record["vectors"]["fingerprint"]["name"] == "fake"
     assert len(record["vectors"]["doc"]) == 64
     assert len(record["vectors"]["questions"]) == len(record["questions"]) == 3
+    long_docs = [r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())
+                 if "chunks" in r["vectors"]]
+    assert long_docs and all(isinstance(r["vectors"]["chunks_hash"], str) for r in long_docs)
     embedder = FakeEmbedder(64)
     with KnowledgeStore.open(backend("copy"), embedder, hype=True) as copy:
         report = import_jsonl(copy, out)
-        # The file holds document and question vectors; chunk vectors (long
-        # documents past the embedder's window) are derived again here.
-        assert embedder.calls == copy.status()["chunk_vectors"] > 0
+        # Document, question and chunk vectors (long documents past the
+        # embedder's window) all come from the file.
+        assert embedder.calls == 0
+        n_chunks = copy.status()["chunk_vectors"]
+        assert n_chunks == source.status()["chunk_vectors"] > 0
         assert report.reused_vectors == len(source) and report.embedded == 0
+        assert report.reused_chunk_vectors == n_chunks and report.embedded_chunks == 0
         assert doc_vectors(copy) == doc_vectors(source)
+        assert chunk_vectors(copy) == chunk_vectors(source)
         assert results(copy) == results(source)
+
+
+def test_jsonl_chunk_vectors_for_other_chunks_are_embedded_again(tmp_path, backend, source):  # type: ignore[no-untyped-def]
+    """Chunk vectors are taken only for the chunks they were made from: a
+    record whose body was edited after the export, or whose chunk list is
+    short or broken, gets its chunks embedded."""
+    out = tmp_path / "kb.jsonl"
+    export_jsonl(source, out, include_vectors=True)
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    long_ones = [r for r in records if "chunks" in r["vectors"]]
+    assert len(long_ones) >= 4
+    edited, short, broken, nan = long_ones[:4]
+    edited["body"] += "\n\nOne more paragraph written after the export."
+    short["vectors"]["chunks"] = short["vectors"]["chunks"][:-1]
+    broken["vectors"]["chunks"][0] = [1.0] * 8
+    nan["vectors"]["chunks"][-1] = [float("nan")] * 64
+    out.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    embedder = FakeEmbedder(64)
+    with KnowledgeStore.open(backend("copy"), embedder, hype=False) as copy:
+        report = import_jsonl(copy, out)
+        assert report.invalid_vectors == 1  # the wrong-sized chunk; the short list is a mismatch
+        have = chunk_vectors(copy)
+        want = chunk_vectors(source)
+        redone = {edited["path"], short["path"], broken["path"], nan["path"]}
+        assert report.embedded_chunks == sum(len(have[p]) for p in redone)
+        assert report.reused_chunk_vectors == sum(len(v) for p, v in want.items()
+                                                  if p not in redone)
+        assert have[short["path"]] == want[short["path"]]  # made again, the same
+        assert have[nan["path"]] == want[nan["path"]]
+        assert all(have[p] == want[p] for p in want if p not in redone)
 
 
 def test_jsonl_vectors_from_another_model_are_not_reused(tmp_path, backend, source):  # type: ignore[no-untyped-def]

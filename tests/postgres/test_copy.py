@@ -4,6 +4,7 @@ resumes; another embedder re-embeds instead of reusing vectors."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,7 @@ def _snapshot(location: str | Path) -> dict:
             doc = store.get(path)
             assert doc is not None
             vector, questions = backend.vectors_of(path)
+            chunks = backend.chunk_vectors_of(path)
             out[path] = {
                 "fields": (doc.title, doc.body, doc.tags, doc.topic, doc.doc_type, doc.created,
                            doc.updated, list(doc.extra.items())),
@@ -52,6 +54,8 @@ def _snapshot(location: str | Path) -> dict:
                 "vector": np.frombuffer(vector, dtype=np.float32) if vector else None,
                 "question_vectors": [np.frombuffer(q, dtype=np.float32) for q in questions
                                      if q is not None],
+                "chunk_vectors": [np.frombuffer(c, dtype=np.float32) for c in chunks
+                                  if c is not None],
             }
         return {"docs": out, "fingerprint": backend.fingerprint(),
                 "fusion": backend.get_meta("fusion")}
@@ -74,6 +78,9 @@ def _assert_same(a: dict, b: dict, *, pending_copied: bool = False) -> None:
             not want["questions"]
         for x, y in zip(have["question_vectors"], want["question_vectors"], strict=True):
             assert np.allclose(x, y, rtol=0, atol=1e-6), path
+        for x, y in zip(have["chunk_vectors"], want["chunk_vectors"], strict=True):
+            assert np.allclose(x, y, rtol=0, atol=1e-6), path
+    assert sum(len(d["chunk_vectors"]) for d in a["docs"].values()) > 0
 
 
 def test_sqlite_to_postgres_and_back_is_lossless(source: Path, pg_url: str, tmp_path: Path,
@@ -86,7 +93,8 @@ def test_sqlite_to_postgres_and_back_is_lossless(source: Path, pg_url: str, tmp_
 
     there = run_cli("copy", source, pg)
     assert there.exit_code == 0, there.output
-    assert "embedded 0 with fake" in there.output
+    assert "embedded 0 document(s) and 0 chunk(s) with fake" in there.output
+    assert re.search(r"and [1-9][0-9]* chunk vectors", there.output), there.output
     _assert_same(original, _snapshot(pg))
 
     again = run_cli("copy", pg, back, "--json")

@@ -245,6 +245,9 @@ class PostgresBackend:
     def vectors_of(self, path: str) -> tuple[bytes | None, list[bytes | None]]:
         return _read.vectors_of(self.conn, path)
 
+    def chunk_vectors_of(self, path: str) -> list[bytes | None]:
+        return _read.chunk_vectors_of(self.conn, path)
+
     def status(self) -> dict[str, Any]:
         with snapshot(self.conn) as conn:
             current = _migrate.state(conn, self.schema)

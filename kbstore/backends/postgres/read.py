@@ -95,6 +95,17 @@ def vectors_of(conn: Any, path: str) -> tuple[bytes | None, list[bytes | None]]:
     return float_bytes(rows[0][1]), [float_bytes(r[1]) for r in rows[1:]]
 
 
+def chunk_vectors_of(conn: Any, path: str) -> list[bytes | None]:
+    """The document's chunk vectors (slot 32 + position) in position order as
+    float32 bytes; None for a chunk without its vector."""
+    rows = conn.execute(
+        "SELECT v.embedding::real[] FROM documents AS d "
+        "JOIN document_chunks AS c ON c.doc_id = d.id "
+        "LEFT JOIN vectors AS v ON v.doc_id = d.id AND v.slot = 32 + c.position "
+        "WHERE d.path = %(path)s ORDER BY c.position", {"path": path}).fetchall()
+    return [float_bytes(r[0]) for r in rows]
+
+
 def vector_dim(conn: Any) -> int | None:
     row = conn.execute(
         "SELECT nullif(a.atttypmod, -1) FROM pg_attribute AS a "

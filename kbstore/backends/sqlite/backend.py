@@ -266,6 +266,14 @@ class SQLiteBackend:
         return (_vectors.float_vector(self.conn, doc_id, 0),
                 [_vectors.float_vector(self.conn, doc_id, p) for p in positions])
 
+    def chunk_vectors_of(self, path: str) -> list[bytes | None]:
+        """The document's chunk vectors in position order as float32 bytes
+        (None for a chunk without its vector)."""
+        return [None if r[0] is None else bytes(r[0]) for r in self.conn.execute(
+            "SELECT v.embedding FROM documents AS d JOIN document_chunks AS c ON c.doc_id = d.id "
+            "LEFT JOIN vector_data AS v ON v.vector_id = c.vector_id "
+            "WHERE d.path = ? ORDER BY c.position", (path,))]
+
     def status(self) -> dict[str, Any]:
         conn = self.conn
         current = _migrations.state(conn)
