@@ -3,6 +3,7 @@ another revision's (default ``main``) on the same latency corpus, one run.
 
     python -m benchmarks.fts_cost --sizes 1000,10000,100000
     python -m benchmarks.fts_cost --corpus /path/to/latency --before main
+    python -m benchmarks.fts_cost --sizes 10000 --prune-rows 0   # prune below the bound too
 
 Per size, in ONE process on ONE read-only open of the file: the whole
 statement and the statement with the FTS lists (documents_fts, questions_fts)
@@ -47,19 +48,20 @@ def head(sql: str) -> str:
     return sql.split("\nfused AS (")[0].rstrip().rstrip(",") + "\n"
 
 
-def rows_scored(conn: Any, sql: str, params: dict[str, Any]) -> int:
+def rows_scored(conn: Any, sql: str, params: dict[str, Any]) -> tuple[int, bool]:
     """documents_fts rows BM25 scores: every matched row, or with the pruning
-    and a decided list only the rows holding a rarer term."""
+    and a decided list only the rows holding a rarer term; and whether the
+    pruning decided the list."""
     if not params["fts_query"]:
-        return 0
+        return 0, False
     full = conn.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?",
                         (params["fts_query"],)).fetchone()[0]
     if "fts_rare_top" not in sql:
-        return int(full)
+        return int(full), False
     pruned, rare, decided = conn.execute(head(sql) + """
         SELECT (SELECT pruned FROM fts_split), (SELECT count(*) FROM fts_rare),
                (SELECT decided FROM fts_gate)""", params).fetchone()
-    return int(rare) if pruned and decided else int(full)
+    return (int(rare), True) if pruned and decided else (int(full), False)
 
 
 def fts_list(conn: Any, sql: str, params: dict[str, Any]) -> list[tuple[int, float]]:
@@ -81,7 +83,10 @@ def run_size(n: int, args: argparse.Namespace, before: str, after: str) -> dict[
         params = []
         for q, v in zip(texts, vectors, strict=True):
             request, _ = store._request(q, None, 10, False, v, NOW, {})
-            params.append(compile_params(request, args.dim))
+            p = compile_params(request, args.dim)
+            if args.prune_rows is not None:  # main's statement ignores the key
+                p["fts_prune_rows"] = args.prune_rows
+            params.append(p)
         arms = {(sql_name, part): (sql, off) for sql_name, sql in (("before", before),
                                                                     ("after", after))
                 for part, off in OFF.items()}
@@ -92,6 +97,7 @@ def run_size(n: int, args: argparse.Namespace, before: str, after: str) -> dict[
         times: dict[tuple[str, str], list[float]] = {name: [] for name in names}
         same_fts = same_top10 = 0
         scored: dict[str, list[int]] = {"before": [], "after": []}
+        decided = 0
         for i, p in enumerate(params):
             for name in names[i % len(names):] + names[:i % len(names)]:
                 sql, off = arms[name]
@@ -102,12 +108,14 @@ def run_size(n: int, args: argparse.Namespace, before: str, after: str) -> dict[
             top = [[r[0] for r in conn.execute(sql, p)] for sql in (before, after)]
             same_top10 += top[0] == top[1]
             for sql_name, sql in (("before", before), ("after", after)):
-                scored[sql_name].append(rows_scored(conn, sql, p))
+                rows, pruned = rows_scored(conn, sql, p)
+                scored[sql_name].append(rows)
+                decided += sql_name == "after" and pruned
     finally:
         store.close()
     med = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
     out: dict[str, Any] = {"n": n, "queries": len(params), "same_fts_list": same_fts,
-                           "same_top10": same_top10,
+                           "same_top10": same_top10, "decided_by_pruning": decided,
                            "rows_scored_mean": {k: statistics.mean(v) for k, v in scored.items()}}
     for sql_name in ("before", "after"):
         whole = med[(sql_name, "whole statement")]
@@ -126,6 +134,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--corpus", type=Path, default=CACHE,
                     help="folder holding the latency corpora (opened read-only)")
     ap.add_argument("--data-dir", type=Path, default=DATASETS)
+    ap.add_argument("--prune-rows", type=int,
+                    help="prune from this many documents on (default: search.py's FTS_PRUNE_ROWS)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     from kbstore.backends.sqlite.search import search_sql
@@ -137,7 +147,8 @@ def main(argv: list[str] | None = None) -> None:
         results.append(r)
         print(f"== {n:,} docs, {r['queries']} queries: FTS list identical "
               f"{r['same_fts_list']}/{r['queries']}, top 10 identical "
-              f"{r['same_top10']}/{r['queries']}; documents_fts rows scored "
+              f"{r['same_top10']}/{r['queries']}, decided by the pruning "
+              f"{r['decided_by_pruning']}/{r['queries']}; documents_fts rows scored "
               f"{r['rows_scored_mean']['before']:,.0f} -> {r['rows_scored_mean']['after']:,.0f}",
               flush=True)
         for part in r["before"]:

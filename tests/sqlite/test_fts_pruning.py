@@ -19,6 +19,12 @@ FTS_ONLY = {"w_fm": 0.0, "w_vec": 0.0, "w_hype": 0.0, "w_hype_fts": 0.0, "w_date
 FILLER = ("river", "stone", "cloud", "paper", "glass", "metal", "field", "light")
 
 
+@pytest.fixture(autouse=True)
+def _prune_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the pruning is off below FTS_PRUNE_ROWS documents; these files are small
+    monkeypatch.setattr(sqlite_search, "FTS_PRUNE_ROWS", 0)
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):  # type: ignore[no-untyped-def]
     """300 documents: 'common' in nearly all, 'zebra' in 40, 'quokka' in 3,
@@ -141,6 +147,13 @@ def test_random_queries_rank_as_unpruned(corpus, monkeypatch, seed: int):  # typ
     limit = rng.choice((3, 10, 30, 100))
     assert _hits(corpus, query, fts_limit=limit) == _unpruned(monkeypatch, corpus, query,
                                                               fts_limit=limit), query
+
+
+def test_no_pruning_below_the_size_bound(corpus, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(sqlite_search, "FTS_PRUNE_ROWS", 309)  # the corpus holds 308
+    assert _gate(corpus, "common zebra", fts_limit=10) == (0, 0)
+    monkeypatch.setattr(sqlite_search, "FTS_PRUNE_ROWS", 308)
+    assert _gate(corpus, "common zebra", fts_limit=10) == (1, 1)
 
 
 def test_rows_of_a_common_term_that_outscore_the_rare_rows_are_scored(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]

@@ -121,7 +121,9 @@ fm_ranked AS (
 -- C alone can enter the list and none is scored. Otherwise the other rows are
 -- scored too (each row once), so the list is the unpruned one in every case.
 -- C: the most common terms whose bounds add up to at most :fts_prune x the
--- largest term's (a speed choice only, see benchmarks/fts_cost.py).
+-- largest term's; no pruning below :fts_prune_rows indexed rows, where the
+-- term counts cost more than it saves (speed choices only, measured in
+-- benchmarks/fts_cost.py; see FTS_PRUNE in search.py).
 fts_words AS MATERIALIZED (
     -- df: rows holding the quoted term (what BM25's idf counts); N: indexed rows
     SELECT term, df,
@@ -131,6 +133,7 @@ fts_words AS MATERIALIZED (
                  (SELECT count(*) FROM documents_fts_docsize) AS n
           FROM json_each(:fts_words) AS w
           WHERE :fts_query IS NOT NULL AND :fts_prune > 0
+            AND (SELECT count(*) FROM documents_fts_docsize) >= :fts_prune_rows
           GROUP BY w.value)
 ),
 fts_split AS MATERIALIZED (
