@@ -8,7 +8,8 @@ another revision's (default ``main``) on the same latency corpus, one run.
 Per size, in ONE process on ONE read-only open of the file: the whole
 statement and the statement with the FTS lists (documents_fts, questions_fts)
 or the frontmatter lists switched off, for both SQL texts, interleaved query
-by query (a part's cost = whole - whole without it); rows BM25 scored per
+by query (a part's cost = whole - whole without it), and the documents_fts
+list's CTEs alone (the least noisy figure); rows BM25 scored per
 query (documents_fts; a count that does not depend on load); and whether
 both texts return the same FTS list (ids, order) and the same top 10.
 """
@@ -90,6 +91,10 @@ def run_size(n: int, args: argparse.Namespace, before: str, after: str) -> dict[
         arms = {(sql_name, part): (sql, off) for sql_name, sql in (("before", before),
                                                                     ("after", after))
                 for part, off in OFF.items()}
+        for sql_name, sql in (("before", before), ("after", after)):
+            # the documents_fts list alone (its CTEs, nothing else): the least noisy figure
+            arms[(sql_name, "FTS list alone")] = (
+                head(sql) + "SELECT count(*) FROM fts_ranked", {})
         names = list(arms)
         for p in params[:2]:  # warm: statement cache, pages
             for name in names:
@@ -121,7 +126,8 @@ def run_size(n: int, args: argparse.Namespace, before: str, after: str) -> dict[
         whole = med[(sql_name, "whole statement")]
         out[sql_name] = {"whole statement": whole,
                          "FTS lists": whole - med[(sql_name, "FTS lists off")],
-                         "frontmatter lists": whole - med[(sql_name, "frontmatter lists off")]}
+                         "frontmatter lists": whole - med[(sql_name, "frontmatter lists off")],
+                         "documents_fts list alone": med[(sql_name, "FTS list alone")]}
     return out
 
 
