@@ -111,16 +111,84 @@ fm_ranked AS (
     ORDER BY rank
     LIMIT (SELECT :fm_limit)
 ),
+-- FTS5 scores every row an OR query matches with BM25 (no top-k pruning),
+-- and about half the documents match a typical query's OR. Scored exactly,
+-- with fewer rows (max-score pruning): a term's BM25 share is below
+-- idf x (k1 + 1) = 2.2 idf whatever its frequency, so a document holding only
+-- the query's common terms C scores below :bound = sum of their 2.2 idf. The
+-- rows holding a rarer term are scored first (with the whole query: the same
+-- BM25 as before); when :fts_limit of them score above the bound, no row of
+-- C alone can enter the list and none is scored. Otherwise the other rows are
+-- scored too (each row once), so the list is the unpruned one in every case.
+-- C: the most common terms whose bounds add up to at most :fts_prune x the
+-- largest term's; no pruning below :fts_prune_rows indexed rows, where the
+-- term counts cost more than it saves (speed choices only, measured in
+-- benchmarks/fts_cost.py; see FTS_PRUNE in search.py).
+fts_words AS MATERIALIZED (
+    -- df: rows holding the quoted term (what BM25's idf counts); N: indexed rows
+    SELECT term, df,
+           2.2 * max(ln(max(n - df, 0) + 0.5) - ln(df + 0.5), 1e-6) * phrases AS bound
+    FROM (SELECT w.value AS term, count(*) AS phrases,
+                 (SELECT count(*) FROM documents_fts WHERE documents_fts MATCH w.value) AS df,
+                 (SELECT count(*) FROM documents_fts_docsize) AS n
+          FROM json_each(:fts_words) AS w
+          WHERE :fts_query IS NOT NULL AND :fts_prune > 0
+            AND (SELECT count(*) FROM documents_fts_docsize) >= :fts_prune_rows
+          GROUP BY w.value)
+),
+fts_split AS MATERIALIZED (
+    SELECT group_concat(CASE WHEN NOT common THEN term END, ' OR ') AS rare_query,
+           -- a margin for the rounding of two ways to sum the same floats
+           coalesce(sum(CASE WHEN common THEN bound END), 0.0) * (1 + 1e-9) + 1e-12 AS bound,
+           coalesce(max(common), 0) AS pruned
+    FROM (SELECT term, bound,
+                 sum(bound) OVER (ORDER BY df DESC, term ROWS UNBOUNDED PRECEDING)
+                     <= :fts_prune * (SELECT max(bound) FROM fts_words) AS common
+          FROM fts_words)
+),
+-- Each gate below is a one-row CTE CROSS JOINed before documents_fts: a
+-- condition on it is tested before FTS5 is asked to run its MATCH at all.
+fts_rare AS MATERIALIZED (
+    SELECT documents_fts.rowid AS doc_id
+    FROM fts_split AS s CROSS JOIN documents_fts
+    WHERE s.pruned AND documents_fts MATCH s.rare_query
+),
+fts_rare_top AS MATERIALIZED (
+    SELECT documents_fts.rowid AS doc_id,
+           -bm25(documents_fts, :w_title, :w_tags, :w_body) AS score
+    FROM fts_split AS s CROSS JOIN documents_fts
+    WHERE s.pruned AND documents_fts MATCH :fts_query
+      AND +documents_fts.rowid IN (SELECT doc_id FROM fts_rare)
+      AND (:topic IS NULL OR documents_fts.rowid IN (SELECT id FROM documents
+                                                     WHERE topic = :topic))
+    ORDER BY bm25(documents_fts, :w_title, :w_tags, :w_body)
+    LIMIT (SELECT :fts_limit)
+),
+fts_gate AS MATERIALIZED (
+    -- decided: :fts_limit rows holding a rarer term all score above the bound
+    SELECT (SELECT pruned FROM fts_split) AS pruned,
+           coalesce(count(*) >= :fts_limit AND min(score) > (SELECT bound FROM fts_split), 0)
+               AS decided
+    FROM fts_rare_top
+),
+fts_rest AS (
+    -- unpruned: every matched row; pruned, undecided: the rows not scored yet
+    SELECT documents_fts.rowid AS doc_id,
+           -bm25(documents_fts, :w_title, :w_tags, :w_body) AS score
+    FROM fts_gate AS g CROSS JOIN documents_fts
+    WHERE :fts_query IS NOT NULL AND NOT g.decided AND documents_fts MATCH :fts_query
+      AND (NOT g.pruned OR +documents_fts.rowid NOT IN (SELECT doc_id FROM fts_rare))
+      AND (:topic IS NULL OR documents_fts.rowid IN (SELECT id FROM documents
+                                                     WHERE topic = :topic))
+    ORDER BY bm25(documents_fts, :w_title, :w_tags, :w_body)
+    LIMIT (SELECT :fts_limit)
+),
 fts_ranked AS (
+    -- ties at the limit: the lowest rowids, as FTS5's rowid order gave them
     SELECT doc_id, score, row_number() OVER (ORDER BY score DESC, doc_id) AS rank
-    FROM (
-        SELECT rowid AS doc_id, -bm25(documents_fts, :w_title, :w_tags, :w_body) AS score
-        FROM documents_fts
-        WHERE :fts_query IS NOT NULL AND documents_fts MATCH :fts_query
-          AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
-        ORDER BY bm25(documents_fts, :w_title, :w_tags, :w_body)
-        LIMIT (SELECT :fts_limit)
-    )
+    FROM (SELECT doc_id, score FROM fts_rare_top UNION ALL SELECT doc_id, score FROM fts_rest
+          ORDER BY score DESC, doc_id
+          LIMIT (SELECT :fts_limit))
 ),
 vec_plan AS MATERIALIZED (
     -- per kind: 1 = exact scan, 0 = sign-bit KNN; 'auto' counts each kind's
