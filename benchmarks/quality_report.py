@@ -38,8 +38,8 @@ entries: recency, the date list, "latest" and the type factors never apply here.
   query in vector space, so it changes almost nothing: Cranfield 0.424 / 0.424, CISI 0.439 /
   0.439, with HyPE 0.448 / 0.448 and CISI **0.475 vs 0.476 off** (-0.001), SciFact **0.713 vs
   0.715 off** (-0.002; not analysed further: likely its 5k documents put full-text hits outside
-  the vector list, whose exact cosine is lower). With the weight off, CISI with HyPE measures 0.476 in this run (0.477
-  in the last committed run, at an older main).
+  the vector list, whose exact cosine is lower). With the weight off, CISI with HyPE
+  measures 0.476 in this run (0.477 in the last committed run, at an older main).
 - Tried for the CISI misses, all replayed in Python from the statement's explain output and
   chosen on Cranfield (none adopted: each moved Cranfield by < 0.003 and CISI by < 0.005 in
   either direction, or won CISI only with settings Cranfield does not choose): a vector-list
