@@ -89,10 +89,10 @@ def hype_replay(args: argparse.Namespace, name: str,
     print(f"== {name} with the shipped HyPE questions", flush=True)
     col.open()
     methods = {"FTS5 alone": FTS_ONLY, "vectors alone (document + chunks)": VEC_ONLY,
-               **HYPE_METHODS, **FLOOR_METHODS}
+               **HYPE_METHODS, **EXTRA_METHODS}
     if args.quick:
         methods = {m: v for m, v in methods.items()
-                   if m in QUICK_METHODS or m in QUICK_HYPE or m in FLOOR_METHODS}
+                   if m in QUICK_METHODS or m in QUICK_HYPE or m in EXTRA_METHODS}
     if hype_chosen:
         methods[f"HyPE fusion tuned on {args.tune_on}"] = title_weight(hype_chosen)
     try:
@@ -106,6 +106,11 @@ def hype_replay(args: argparse.Namespace, name: str,
 FLOOR_METHODS: dict[str, dict[str, Any]] = {
     "hybrid default, floor off (min_similarity=None)": {"min_similarity": None},
 }
+# the text lists' query-adaptive weight (search.sql text_agreement) off
+AGREEMENT_METHODS: dict[str, dict[str, Any]] = {
+    "hybrid default, text agreement weight off (agreement_ratio=0)": {"agreement_ratio": 0.0},
+}
+EXTRA_METHODS = {**FLOOR_METHODS, **AGREEMENT_METHODS}
 
 
 def add_floor_rows(args: argparse.Namespace, names: list[str]) -> int:
@@ -175,7 +180,7 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         results_hype_top = hype_rows[:10]
     else:
         results_hype_top = []
-    base = {**BASE_METHODS, **FLOOR_METHODS}
+    base = {**BASE_METHODS, **EXTRA_METHODS}
     methods = {
         **base,
         "FTS5 alone, plain bm25 (GUIDE settings)": {**FTS_ONLY, **PLAIN_BM25},
@@ -187,7 +192,7 @@ def run_all(args: argparse.Namespace, names: list[str]) -> int:
         f"convex (tuned on {args.tune_on})": chosen["convex"],
     }
     if args.quick:
-        methods = {m: v for m, v in methods.items() if m in QUICK_METHODS or m in FLOOR_METHODS}
+        methods = {m: v for m, v in methods.items() if m in QUICK_METHODS or m in EXTRA_METHODS}
     results: dict[str, Any] = {
         "started": started, "quick": bool(args.quick), "commit": git_state(),
         "tuned_on": args.tune_on, "depth": DEPTH,

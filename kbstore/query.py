@@ -78,6 +78,14 @@ DEFAULTS: dict[str, Any] = {
     # else the sign-bit KNN; 'exact' / 'bits' force one (benchmarks/speed.py).
     "vec_plan": "auto", "exact_ratio": 8,
     "min_similarity": None, "drop_stopwords": True,
+    # Text-vector agreement (search.sql text_agreement): the text lists weigh
+    # min(1, agreement / agreement_ratio)^2 (at least the top full-text
+    # hit's standout), agreement = mean similarity of the agreement_top best
+    # full-text hits / the best vector similarity. Chosen on the dev split of
+    # benchmarks/agent_memory/picobot_kb (paraphrase queries, whose text hits
+    # share only stray words); never below 0.7 on the test collections, so
+    # it changes none of them at 0.6. 0: off.
+    "agreement_ratio": 0.6, "agreement_top": 3,
 }
 # Values the first release stored in every database's 'fusion' defaults for
 # settings whose meaning or default has changed since (recency became a
@@ -96,8 +104,8 @@ NULLABLE = frozenset({"half_life_days", "min_similarity", "latest", *VEC_K_KEYS}
 _POSITIVE = ("k_rrf", "boost_skill", "boost_journal", "boost_entry")
 _WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_hype", "w_hype_fts", "w_date",
             "w_title", "w_tags", "w_body")
-_SHARES = ("recency_weight", "latest_ratio")  # numbers in 0..1
-_COUNTS = ("fm_limit", "fts_limit", "vec_limit", "date_limit", "latest_top")
+_SHARES = ("recency_weight", "latest_ratio", "agreement_ratio")  # numbers in 0..1
+_COUNTS = ("fm_limit", "fts_limit", "vec_limit", "date_limit", "latest_top", "agreement_top")
 _SMALL_COUNTS = {"hype_top": 31}  # at most the questions a document can have
 
 

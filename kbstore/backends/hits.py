@@ -58,6 +58,8 @@ def explain_row(row: dict[str, Any]) -> dict[str, Any]:
                 "vector": _num(row["rrf_vec"]), "hype": _num(row["rrf_hype"]),
                 "hype_fts": _num(row["rrf_hype_fts"]), "date": _num(row["rrf_date"])},
         "convex": _num(row["convex"]),
+        # the text lists' (fts, fm) query-adaptive weight: text-vector agreement
+        "text_weight": _num(row["text_weight"]),
         "relevance": _num(row["relevance"]),
         "boost": _num(row["boost"]),
         "recency": _num(row["recency"]),

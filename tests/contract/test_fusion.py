@@ -79,7 +79,11 @@ def test_search_scores_equal_reference_from_explained_ranks(backend, docs, query
         # tags cover, or w_fm x w_fm_title for a title match, whichever is more
         fm_factor = hit.explain["frontmatter_weight"] or 1.0
         assert 0.0 < fm_factor <= 1.0
-        hit_weights = {**weights, "fm": weights["fm"] * fm_factor}
+        # the text lists' query-adaptive weight (text-vector agreement), one per query
+        text = hit.explain["text_weight"]
+        assert 0.0 <= text <= 1.0 and text == hits[0].explain["text_weight"]
+        hit_weights = {**weights, "fm": weights["fm"] * fm_factor * text,
+                       "fts": weights["fts"] * text}
         base = rrf_reference({n: ({0: ranks[EXPLAIN_NAMES[n]]} if ranks[EXPLAIN_NAMES[n]]
                                   else {}) for n in LIST_WEIGHTS}, hit_weights, k).get(0, 0.0)
         boost = boost_for(hit.doc_type, params)

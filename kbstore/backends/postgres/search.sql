@@ -357,6 +357,32 @@ fused AS (
     FROM normed
     GROUP BY doc_id
 ),
+-- Text-vector agreement (see the SQLite statement): the text lists (fts, fm)
+-- weigh min(1, agreement / agreement_ratio)^2, agreement = mean similarity
+-- of the agreement_top best fts hits (best document or chunk vector) / the
+-- vec list's best similarity, but never less than (s1 - s2) / s1 of the top
+-- two fts scores. agreement_ratio 0, no query vector or no fts hit: 1.
+text_sims AS (
+    SELECT f.score AS fts_score,
+           coalesce(v.score,
+                    (SELECT max(1.0 - (x.embedding <=> nullif(:'qvec', '')::vector))
+                     FROM vectors AS x
+                     WHERE x.doc_id = f.doc_id AND (x.slot = 0 OR x.slot >= 32))) AS similarity
+    FROM fts_ranked AS f LEFT JOIN vec_ranked AS v ON v.doc_id = f.doc_id
+    WHERE f.rank <= (:'agreement_top')::integer AND (:'agreement_ratio')::float8 > 0
+      AND nullif(:'qvec', '') IS NOT NULL
+),
+text_agreement AS MATERIALIZED (
+    SELECT CASE WHEN a.mean IS NULL OR a.best IS NULL THEN 1.0::float8
+                ELSE greatest(least(1.0, greatest(0.0, a.mean) / a.best
+                                         / (:'agreement_ratio')::float8) ^ 2,
+                              a.standout) END AS text_weight
+    FROM (SELECT (SELECT avg(similarity) FROM text_sims) AS mean,
+                 (SELECT max(score) FROM vec_ranked WHERE score > 0) AS best,
+                 (SELECT CASE WHEN count(*) > 1 THEN (max(score) - min(score)) / max(score)
+                              ELSE 1.0 END
+                  FROM fts_ranked WHERE rank <= 2 AND score > 0) AS standout) AS a
+),
 -- The floor needs every hit's best similarity: hits found by neither vector
 -- list get it from all their stored vectors (only when a floor is set).
 floor_similarity AS (
@@ -368,17 +394,20 @@ floor_similarity AS (
 ),
 scored AS (
     SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.created, d.updated, d.body,
+           t.text_weight,
            greatest(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
                     coalesce(s.similarity, -1.0)) AS similarity,
-           coalesce((:'w_fm')::float8 * f.fm_weight / ((:'k_rrf')::float8 + f.fm_rank), 0.0) AS rrf_fm,
-           coalesce((:'w_fts')::float8 / ((:'k_rrf')::float8 + f.fts_rank), 0.0) AS rrf_fts,
+           coalesce((:'w_fm')::float8 * t.text_weight * f.fm_weight
+                    / ((:'k_rrf')::float8 + f.fm_rank), 0.0) AS rrf_fm,
+           coalesce((:'w_fts')::float8 * t.text_weight / ((:'k_rrf')::float8 + f.fts_rank), 0.0)
+               AS rrf_fts,
            coalesce((:'w_vec')::float8 / ((:'k_rrf')::float8 + f.vec_rank), 0.0) AS rrf_vec,
            coalesce((:'w_hype')::float8 / ((:'k_rrf')::float8 + f.hype_rank), 0.0) AS rrf_hype,
            coalesce((:'w_hype_fts')::float8 / ((:'k_rrf')::float8 + f.hype_fts_rank), 0.0)
                AS rrf_hype_fts,
            coalesce((:'w_date')::float8 / ((:'k_rrf')::float8 + f.date_rank), 0.0) AS rrf_date,
-           coalesce((:'w_fm')::float8 * f.fm_weight * f.fm_norm, 0.0)
-               + coalesce((:'w_fts')::float8 * f.fts_norm, 0.0)
+           coalesce((:'w_fm')::float8 * t.text_weight * f.fm_weight * f.fm_norm, 0.0)
+               + coalesce((:'w_fts')::float8 * t.text_weight * f.fts_norm, 0.0)
                + coalesce((:'w_vec')::float8 * f.vec_norm, 0.0)
                + coalesce((:'w_hype')::float8 * f.hype_norm, 0.0)
                + coalesce((:'w_hype_fts')::float8 * f.hype_fts_norm, 0.0)
@@ -397,6 +426,7 @@ scored AS (
     FROM fused AS f
     JOIN documents AS d ON d.id = f.doc_id
     LEFT JOIN floor_similarity AS s ON s.doc_id = f.doc_id
+    CROSS JOIN text_agreement AS t
 ),
 kept AS (
     SELECT *, evidence * recency AS relevance
@@ -441,7 +471,7 @@ SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
-       s.boost, s.recency,
+       s.boost, s.recency, s.text_weight,
        s.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question

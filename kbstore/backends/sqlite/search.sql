@@ -393,6 +393,39 @@ fused AS (
     FROM normed
     GROUP BY doc_id
 ),
+-- Text-vector agreement: a query-adaptive weight for the text lists (fts,
+-- fm). When the full-text list's top hits only share stray words with the
+-- query (a paraphrase: the answer shares no word with it), their vectors are
+-- far from it while the best vector hit is close. agreement = mean
+-- similarity of the :agreement_top best fts hits (their best document or
+-- chunk vector) / the best similarity of the vec list; the text lists weigh
+-- min(1, agreement / :agreement_ratio)^2, but never less than how far the
+-- top fts score stands above the second, (s1 - s2) / s1 (an identifier or
+-- error code: its rare words put one hit far ahead although no vector is
+-- near it). :agreement_ratio 0, no query vector or no fts hit: weight 1.
+text_sims AS (
+    SELECT f.score AS fts_score,
+           coalesce(v.score,
+                    (SELECT max(1.0 - vec_distance_cosine(x.embedding, vec_f32(:qvec)))
+                     FROM vector_data AS x
+                     WHERE x.doc_id = f.doc_id
+                       AND (x.vector_id = f.doc_id * 32 OR x.vector_id IN
+                            (SELECT c.vector_id FROM document_chunks AS c
+                             WHERE c.doc_id = f.doc_id)))) AS similarity
+    FROM fts_ranked AS f LEFT JOIN vec_ranked AS v ON v.doc_id = f.doc_id
+    WHERE f.rank <= :agreement_top AND :agreement_ratio > 0 AND :has_vector
+),
+text_agreement AS MATERIALIZED (
+    SELECT CASE WHEN a.mean IS NULL OR a.best IS NULL THEN 1.0
+                ELSE max(min(1.0, max(0.0, a.mean) / a.best / :agreement_ratio)
+                         * min(1.0, max(0.0, a.mean) / a.best / :agreement_ratio), a.standout)
+           END AS text_weight
+    FROM (SELECT (SELECT avg(similarity) FROM text_sims) AS mean,
+                 (SELECT max(score) FROM vec_ranked WHERE score > 0) AS best,
+                 (SELECT CASE WHEN count(*) > 1 THEN (max(score) - min(score)) / max(score)
+                              ELSE 1.0 END
+                  FROM fts_ranked WHERE rank <= 2 AND score > 0) AS standout) AS a
+),
 -- The floor needs every hit's best similarity: hits found by neither vector
 -- list get it from all their stored vectors (only when a floor is set).
 floor_similarity AS (
@@ -410,15 +443,18 @@ scored AS MATERIALIZED (
                END) * boost AS evidence
     FROM (
         SELECT f.*, d.doc_type, coalesce(d.updated, d.created) AS dated, d.updated,
+               t.text_weight,
                max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
                    coalesce(s.similarity, -1.0)) AS similarity,
-               coalesce(:w_fm * f.fm_weight / (:k_rrf + f.fm_rank), 0.0) AS rrf_fm,
-               coalesce(:w_fts / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
+               coalesce(:w_fm * t.text_weight * f.fm_weight / (:k_rrf + f.fm_rank), 0.0)
+                   AS rrf_fm,
+               coalesce(:w_fts * t.text_weight / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
                coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
                coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
                coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
                coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
-               coalesce(:w_fm * f.fm_weight * f.fm_norm, 0.0) + coalesce(:w_fts * f.fts_norm, 0.0)
+               coalesce(:w_fm * t.text_weight * f.fm_weight * f.fm_norm, 0.0)
+                   + coalesce(:w_fts * t.text_weight * f.fts_norm, 0.0)
                    + coalesce(:w_vec * f.vec_norm, 0.0) + coalesce(:w_hype * f.hype_norm, 0.0)
                    + coalesce(:w_hype_fts * f.hype_fts_norm, 0.0)
                    + CASE WHEN f.date_rank IS NOT NULL THEN :w_date ELSE 0.0 END AS convex,
@@ -433,6 +469,7 @@ scored AS MATERIALIZED (
         FROM fused AS f
         JOIN documents AS d ON d.id = f.doc_id
         LEFT JOIN floor_similarity AS s ON s.doc_id = f.doc_id
+        CROSS JOIN text_agreement AS t
     )
 ),
 kept AS MATERIALIZED (
@@ -474,7 +511,7 @@ SELECT s.doc_id, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
-       s.boost, s.recency,
+       s.boost, s.recency, s.text_weight,
        f.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question
