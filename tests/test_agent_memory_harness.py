@@ -14,7 +14,13 @@ import pytest
 from benchmarks.agent_memory import metrics as m
 from benchmarks.agent_memory.data import load
 from benchmarks.agent_memory.report import markdown
-from benchmarks.agent_memory.run import Runner, evaluate, parse_sets
+from benchmarks.agent_memory.run import (
+    Runner,
+    evaluate,
+    output_path,
+    parse_sets,
+    with_findings,
+)
 from benchmarks.agent_memory.systems import ALL_SYSTEMS, KBSTORE_SYSTEMS
 from kbstore import FakeEmbedder
 
@@ -226,3 +232,21 @@ def test_kbstore_rows_are_the_public_search_with_the_querys_now(tiny: Path,
         assert calls[-1]["half_life_days"] is None and calls[-1]["k_rrf"] == 40
     finally:
         runner.close()
+
+
+def test_a_rerun_keeps_the_hand_written_findings_of_the_report_it_replaces() -> None:
+    old = "# Report\n\n| a | 1 |\n\n## Findings (by hand)\n\n- the default wins\n"
+    new = "# Report\n\n| a | 2 |\n"
+    text = with_findings(new, old)
+    assert text.startswith(new.rstrip("\n")) and "| a | 1 |" not in text
+    assert "## Findings (by hand)\n\n- the default wins" in text
+    assert "previous run" in text
+    assert with_findings(new, None) == new == with_findings(new, "# Report without findings\n")
+    again = with_findings(text, text)  # a report that has findings keeps its own
+    assert again == text
+
+
+def test_an_output_name_with_a_dot_keeps_it(tmp_path: Path) -> None:
+    assert output_path(tmp_path / "pk_dev_a0.6", ".md").name == "pk_dev_a0.6.md"
+    assert output_path(tmp_path / "agent_memory_sessions", ".json").name == (
+        "agent_memory_sessions.json")

@@ -148,6 +148,26 @@ def floor_report(ds: Dataset, runner: Runner, queries: Sequence[dict[str, Any]],
     return out
 
 
+FINDINGS = "\n## Findings"
+
+
+def with_findings(new: str, old: str | None) -> str:
+    """The new report, followed by the hand-written Findings section of the
+    report it replaces (from its heading to the end): a re-run must not drop
+    what was written by hand. The section is marked as written for that run."""
+    if not old or FINDINGS not in old or FINDINGS in new:
+        return new
+    kept = old[old.index(FINDINGS):].strip("\n")
+    return (new.rstrip("\n") + "\n\n" + kept + "\n\n_(Findings above were written for the "
+            "previous run of this file; its figures may differ from the tables above.)_\n")
+
+
+def output_path(out: Path, suffix: str) -> Path:
+    """``out`` + suffix; a dot in the name (``pk_a0.6``) is kept, not taken
+    for a suffix to replace."""
+    return out.parent / (out.name + suffix)
+
+
 def git_commit() -> str:
     from benchmarks.quality import git_state
 
@@ -244,9 +264,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["embedder"] = "minilm (all-MiniLM-L6-v2 int8, offline), 256-token window"
     out = args.out or RESULTS / f"agent_memory_{ds.name}"
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = markdown(results)
-    out.with_suffix(".md").write_text(text, encoding="utf-8")
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    md = output_path(out, ".md")
+    text = with_findings(markdown(results),
+                         md.read_text(encoding="utf-8") if md.exists() else None)
+    md.write_text(text, encoding="utf-8")
+    output_path(out, ".json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(text)
     print(f"wrote {out}.md and {out}.json")
     return 0
