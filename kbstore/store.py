@@ -156,8 +156,7 @@ class KnowledgeStore:
 
     def writer(self, hype: HypeConfig | None = None) -> Writer:
         """The write path bound to this store's backend and embedder."""
-        self._follow_reembed()
-        if self.embedder is None or self.backend.fingerprint() is None:
+        if self.embedder is None or self._follow_reembed() is None:
             raise NotInitializedError(
                 f"{self.location} has documents but no embedder fingerprint, so nothing can "
                 "be embedded; run `kbstore doctor --fix --embedder NAME` first")
@@ -337,18 +336,19 @@ class KnowledgeStore:
         # Analysed (and so validated) before paying for its embedding.
         request = _query.analyse(query, None, topic=topic, limit=limit, now=now,
                                  settings=resolved, explain=explain)
-        self._follow_reembed()
+        stored = self._follow_reembed()  # the embedder record, read once per search
+        dim = int((stored or {}).get("dim") or (self.embedder.dim if self.embedder else 0))
         vector: list[float] | None = None
         blob = None
         if query_vector is not None:
-            blob = query_blob(query_vector, self._dim())
-        elif self.embedder is not None and self.backend.fingerprint() is not None:
+            blob = query_blob(query_vector, dim)
+        elif self.embedder is not None and stored is not None:
             one = getattr(self.embedder, "query_vector_blob", None)
             if callable(one):  # float32 bytes, from a cache without numpy when seen before
-                blob = query_blob(one(query), self._dim())
+                blob = query_blob(one(query), dim)
             else:
                 vector = [float(x) for x in self.embedder.embed_queries([query])[0]]
-                blob = query_blob(vector, self._dim())
+                blob = query_blob(vector, dim)
         request = dataclasses.replace(request, vector=blob)
         if vector is None and blob is not None:
             import array
@@ -356,21 +356,19 @@ class KnowledgeStore:
             vector = list(array.array("f", blob))
         return request, vector
 
-    def _dim(self) -> int:
-        stored = self.backend.fingerprint() or {}
-        return int(stored.get("dim") or (self.embedder.dim if self.embedder else 0))
-
-    def _follow_reembed(self) -> None:
+    def _follow_reembed(self) -> dict[str, Any] | None:
         """Another process may have re-embedded the database since this store
-        opened: follow it (embedder from the fingerprint) or refuse clearly."""
+        opened: follow it (embedder from the fingerprint) or refuse clearly.
+        Returns the stored embedder record (None: no vectors yet)."""
         stored = self.backend.fingerprint()
         if stored is None or self._fp is None or fingerprint_id(stored) == self._fp:
-            return
+            return stored
         if not self._follow:
             raise EmbedderChangedError(_mismatch(self.location, stored, self.embedder)
                                        + " (it was re-embedded by another process)")
         self._set_embedder(embedder_from_fingerprint(
             stored, model_dir=self.settings.nomic_model_dir), follow=True)
+        return stored
 
     def _set_embedder(self, embedder: Embedder, *, follow: bool) -> None:
         self.embedder = embedder
