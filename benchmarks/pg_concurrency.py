@@ -38,8 +38,6 @@ from benchmarks import reliability_workers as workers  # noqa: E402
 from benchmarks.reliability_check import expected_markers, lost_writes  # noqa: E402
 from benchmarks.reliability_docs import (  # noqa: E402
     DIM,
-    VOCAB,
-    doc_path,
     fake_hype,
     make_docs,
     markers,
@@ -152,20 +150,8 @@ def reader(url: str, seconds: float, seed: int, go: str | None) -> dict[str, Any
         workers.ready_and_wait(go)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            query = " ".join(rng.sample(VOCAB, rng.randint(1, 3)))
             try:
-                hits = store.search(query, limit=10)
-                stats["searches"] += 1
-                for hit in hits:
-                    stats["hits_checked"] += 1
-                    if len(markers(hit.title) | markers(hit.snippet)) > 1:
-                        bad(f"hit {hit.path}: {hit.title!r} / {hit.snippet!r}")
-                for path in [h.path for h in hits[:3]] + [doc_path(rng.randrange(400))]:
-                    doc = store.get(path)
-                    stats["gets"] += 1
-                    if doc is not None and len(markers(doc.title)
-                                               | markers(doc.body)) > 1:
-                        bad(f"get {path}: {doc.title!r}")
+                workers.check_reads(store, rng, stats, bad)
                 if stats["searches"] % 5 == 0:
                     found = {k: v for k, v in consistency(conn).items() if v}
                     stats["snapshots"] += 1

@@ -129,19 +129,8 @@ def reader(db: str, seconds: float, seed: int, go: str | None) -> dict[str, Any]
         ready_and_wait(go)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            query = " ".join(rng.sample(VOCAB, rng.randint(1, 3)))
             try:
-                hits = store.search(query, limit=10)
-                stats["searches"] += 1
-                for hit in hits:
-                    stats["hits_checked"] += 1
-                    if len(markers(hit.title) | markers(hit.snippet)) > 1:
-                        bad(f"hit {hit.path}: title {hit.title!r} / snippet {hit.snippet!r}")
-                for path in [h.path for h in hits[:3]] + [doc_path(rng.randrange(400))]:
-                    doc = store.get(path)
-                    stats["gets"] += 1
-                    if doc is not None and len(markers(doc.title) | markers(doc.body)) > 1:
-                        bad(f"get {path}: title {doc.title!r}, body {doc.body[-12:]!r}")
+                check_reads(store, rng, stats, bad)
                 counts = consistency(checker)
                 stats["snapshots"] += 1
                 damaged = {k: v for k, v in counts.items() if v and k != "documents"}
@@ -151,6 +140,24 @@ def reader(db: str, seconds: float, seed: int, go: str | None) -> dict[str, Any]
                 stats["errors"].append(f"{type(exc).__name__}: {exc}")
     stats["half_written_count"] = stats.get("half_written_count", 0)
     return stats
+
+
+def check_reads(store: Any, rng: random.Random, stats: dict[str, Any], bad: Any) -> None:
+    """One random search and a few gets, each hit and document checked for a
+    torn read (markers of two generations in one document); ``bad`` hears of
+    each. Shared by the SQLite and PostgreSQL concurrency readers."""
+    query = " ".join(rng.sample(VOCAB, rng.randint(1, 3)))
+    hits = store.search(query, limit=10)
+    stats["searches"] += 1
+    for hit in hits:
+        stats["hits_checked"] += 1
+        if len(markers(hit.title) | markers(hit.snippet)) > 1:
+            bad(f"hit {hit.path}: title {hit.title!r} / snippet {hit.snippet!r}")
+    for path in [h.path for h in hits[:3]] + [doc_path(rng.randrange(400))]:
+        doc = store.get(path)
+        stats["gets"] += 1
+        if doc is not None and len(markers(doc.title) | markers(doc.body)) > 1:
+            bad(f"get {path}: title {doc.title!r}, body {doc.body[-12:]!r}")
 
 
 def open_child(db: str, k: int, go: str | None) -> dict[str, Any]:
