@@ -230,3 +230,33 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
         with pytest.raises(KBStoreError, match="is not a SQLite database"):
             conn_mod.connect(path, mode=mode)
     assert path.read_text().startswith("plain text")
+
+
+def _prepares_on_second_search(store: KnowledgeStore) -> int:
+    """SQLite calls the authorizer while it prepares a statement, never while
+    it runs one: the calls during a repeated search count its re-prepares."""
+    calls = [0]
+
+    def authorizer(*_: object) -> int:
+        calls[0] += 1
+        return 0  # SQLITE_OK
+
+    conn = store.backend.conn  # type: ignore[attr-defined]
+    conn.set_authorizer(authorizer)
+    try:
+        assert store.search("deploy notes", limit=5)
+        calls[0] = 0
+        assert store.search("deploy notes", limit=5)
+        return calls[0]
+    finally:
+        conn.set_authorizer(None)
+
+
+def test_a_store_that_migrated_its_file_prepares_the_search_once(tmp_path: Path) -> None:
+    # The connection that applied the migrations re-prepared the ~500-line
+    # search statement at every search (50-100 ms each); the store searches
+    # on a new connection once the file is migrated.
+    with KnowledgeStore.open(tmp_path / "new.sqlite", FakeEmbedder(16), hype=False) as store:
+        store.upsert("notes/deploy.md", title="Deploy notes", body="how we deploy", tags=["ops"])
+        assert _prepares_on_second_search(store) == 0
+
