@@ -83,15 +83,7 @@ class SQLiteBackend:
             _migrations.refuse_if_newer(conn, current)
             if mode != "read":
                 enable_writes(conn, settings)
-                if _migrations.migrate(conn, str(path)):
-                    # A connection that ran the migrations (schema v4 drops
-                    # triggers) re-prepares every statement it prepares inside
-                    # a transaction, each time: search.sql, run in a read
-                    # snapshot, cost ~100 ms per search that way. A fresh
-                    # connection caches it (~1 ms per search on 14 documents).
-                    conn.close()
-                    conn = connect(path, mode=mode, settings=settings)
-                    enable_writes(conn, settings)
+                _migrations.migrate(conn, str(path))
             elif not current.applied:
                 raise NotAKnowledgeBaseError(f"{path} is empty, not a kbstore database yet; "
                                              "create it with `kbstore init`")
