@@ -60,6 +60,37 @@ def _session_cache(factory: pytest.TempPathFactory) -> Path:
     return _CACHE[0]
 
 
+@pytest.fixture(scope="session")
+def minilm_sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample knowledge base imported once with the real MiniLM
+    embedder (a SQLite file, closed, no WAL left). Tests that only need such
+    a store copy it (``copy_minilm_sample``) instead of embedding it again;
+    the import itself is checked by tests/contract/test_integration_minilm.py."""
+    from kbstore import KnowledgeStore
+
+    db = tmp_path_factory.mktemp("minilm-sample") / "kb.sqlite"
+    with pytest.MonkeyPatch.context() as patch:  # the same environment as a test's
+        patch.setenv("KBSTORE_CACHE_DIR", str(_session_cache(tmp_path_factory)))
+        for name in ("KBSTORE_DB", "KBSTORE_EMBED_THREADS", "KBSTORE_NOMIC_MODEL_DIR"):
+            patch.delenv(name, raising=False)
+        with KnowledgeStore.open(db, "minilm", hype=False) as store:
+            report = store.import_directory(Path(str(resources.files("kbstore.sample_kb"))))
+            assert report.skipped == [] and report.embedded == report.added > 20
+    assert not Path(f"{db}-wal").exists()
+    return db
+
+
+@pytest.fixture
+def copy_minilm_sample(minilm_sample_db: Path) -> Callable[[Path], Path]:
+    """``copy_minilm_sample(dest)``: a private copy of ``minilm_sample_db``."""
+
+    def copy(dest: Path) -> Path:
+        shutil.copyfile(minilm_sample_db, dest)
+        return dest
+
+    return copy
+
+
 @pytest.fixture
 def embedder() -> FakeEmbedder:
     return FakeEmbedder(dim=64)

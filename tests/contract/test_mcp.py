@@ -353,10 +353,9 @@ def test_delete_never_follows_a_symlink_out_of_the_workspace(indexed: tuple[Path
 
 
 @pytest.mark.integration
-def test_the_model_loads_once_when_the_server_starts(sample_workspace: Path,
+def test_the_model_loads_once_when_the_server_starts(copy_minilm_sample: Any,
                                                      tmp_path: Path) -> None:
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", "minilm", hype=False) as store:
-        store.import_directory(sample_workspace)
+    copy_minilm_sample(tmp_path / "kb.sqlite")  # the sample knowledge base, MiniLM vectors
     with KnowledgeStore.open(tmp_path / "kb.sqlite", "minilm", hype=False) as store:
         service = KnowledgeService(store)
         emb = store.embedder

@@ -8,6 +8,7 @@ import os
 import random
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,7 +86,8 @@ def test_texts_outside_the_checked_range_are_left_to_the_shipped_tokenizer(
     assert plain.encode("a [bracket] is fine") is not None
 
 
-def test_query_vectors_and_top_hits_are_unchanged(tmp_path: Path) -> None:
+def test_query_vectors_and_top_hits_are_unchanged(tmp_path: Path,
+                                                  copy_minilm_sample: Any) -> None:
     """Both paths, same session: the same vector bit for bit; and a search in
     a store gives the hits the shipped tokenizer's vector gives."""
     queries = ["how do I recover when a release breaks production?", "Sourdough STARTER!",
@@ -96,9 +98,8 @@ def test_query_vectors_and_top_hits_are_unchanged(tmp_path: Path) -> None:
         via_query_path = np.frombuffer(emb._embed_query(query), np.float32)
         via_documents = emb.embed_documents([query])[0]  # the tokenizers package
         assert np.abs(via_query_path - via_documents).max() < 1e-5
-    root = Path(str(resources.files("kbstore.sample_kb")))
-    with KnowledgeStore.open(tmp_path / "kb.sqlite", emb, hype=False) as store:
-        store.import_directory(root)
+    db = copy_minilm_sample(tmp_path / "kb.sqlite")  # the sample knowledge base, MiniLM vectors
+    with KnowledgeStore.open(db, emb, hype=False) as store:
         for query in queries:
             hits = store.search(query)
             expected = store.search(query, query_vector=emb.embed_documents([query])[0])
@@ -153,15 +154,13 @@ def _search_in_a_new_process(db: Path, query: str, query_cache: str,
     return lines[0], eval(lines[-1])  # noqa: S307 - our own repr of a list of names
 
 
-def test_a_fresh_search_process_imports_only_what_it_runs(tmp_path: Path) -> None:
+def test_a_fresh_search_process_imports_only_what_it_runs(tmp_path: Path,
+                                                          copy_minilm_sample: Any) -> None:
     """`kbstore search` in a new process: on the model path (query-vector
     cache off) neither numpy, the onnxruntime module nor the tokenizers
     package, nor any module of another command; a query text seen before
     loads no model library at all."""
-    root = Path(str(resources.files("kbstore.sample_kb")))
-    db = tmp_path / "kb.sqlite"
-    with KnowledgeStore.open(db, MiniLMEmbedder(query_cache=False), hype=False) as store:
-        store.import_directory(root)
+    db = copy_minilm_sample(tmp_path / "kb.sqlite")  # the sample knowledge base, MiniLM vectors
     unused = ["numpy", "onnxruntime", "tokenizers", "litellm", "sqlite_utils", "yaml",
               "frontmatter", "tqdm", "mcp", "watchfiles", "kbstore.hype_jobs", "kbstore.writer",
               "kbstore.ingest", "kbstore.exchange", "kbstore.watch", "kbstore.mcp_server",
