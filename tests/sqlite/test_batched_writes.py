@@ -105,3 +105,24 @@ def test_a_question_text_row_left_for_a_new_id_is_replaced(db_path: Path, fake_l
                             (new,)).fetchone()[0] == questions
         assert conn.execute("SELECT count(*) FROM questions_fts WHERE questions_fts MATCH "
                             "'phantom'").fetchone()[0] == 0
+
+
+def test_vec0_rows_keep_their_order_within_each_partition(db_path: Path, fake_llm) -> None:  # type: ignore[no-untyped-def]
+    """vec0 rows are inserted grouped by kind (pending.flush -> insert_many);
+    within a partition they keep the batch's order, as before the grouping,
+    so chunk positions (and KNN ties) do not depend on it."""
+    fake_llm.answer = lambda prompt: "What is it?\nWhy does it matter?\nWhere is it used?"
+    with KnowledgeStore.open(db_path, FakeEmbedder(64), hype=True) as store:
+        for batch in (range(6), range(6, 9)):
+            store.upsert_many([make_document(f"knowledge/domains/d{i}.md", title=f"Doc {i}",
+                                             body=f"Body {i}.") for i in batch])
+        ids = [doc_id(store, f"knowledge/domains/d{i}.md") for i in range(9)]
+        placed = raw(store).execute(
+            "SELECT c.partition00, r.rowid FROM vectors_rowids r "
+            "JOIN vectors_chunks c ON c.chunk_id = r.chunk_id "
+            "ORDER BY r.chunk_id, r.chunk_offset").fetchall()
+        by_kind: dict[str, list[int]] = {}
+        for kind, vid in placed:
+            by_kind.setdefault(kind, []).append(int(vid))
+        assert by_kind["doc"] == [did * SLOTS for did in ids]
+        assert by_kind["hype"] == [did * SLOTS + s for did in ids for s in (1, 2, 3)]

@@ -115,8 +115,15 @@ def insert_many(conn: Connection, rows: Sequence[tuple[int, str, int, str, str, 
     """Write vectors, (vector_id, kind, doc_id, topic, doc_type, float32 blob)
     each, into slots the caller freed or that are new (a new document's id
     was never used: AUTOINCREMENT). If vec0 still holds one of the ids (a
-    damaged file), those are freed and the rows written again."""
-    bits = [(vid, kind, emb, did, topic, dtype) for vid, kind, did, topic, dtype, emb in rows]
+    damaged file), those are freed and the rows written again.
+
+    vec0 rows go in grouped by partition (kind), so consecutive inserts
+    write the same chunk: 16.1 -> 14.5 us a row against the interleaving of
+    one doc row and six hype rows per document (70k rows alone, batches of
+    448). The sort is stable: within a partition the rows keep their order,
+    so chunk positions (and KNN ties) are what they were."""
+    bits = sorted(((vid, kind, emb, did, topic, dtype)
+                   for vid, kind, did, topic, dtype, emb in rows), key=lambda r: r[1])
     try:
         conn.executemany(_INSERT_BITS, bits)
     except Exception:  # sqlite3 or sqlean's IntegrityError: vec0 has no OR REPLACE
