@@ -258,11 +258,20 @@ vec_chunk AS MATERIALIZED (
         LIMIT (SELECT :vec_k_chunk))
 ),
 vec_hype AS MATERIALIZED (
-    SELECT vector_id, doc_id FROM vectors
-    WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-      AND k = CASE WHEN (SELECT hype FROM vec_plan) THEN 0 ELSE :vec_k_hype END
-      AND kind = 'hype'
-      AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+    -- bits: :hype_oversample x k candidates, the best k of them by exact
+    -- cosine (the sign bits rank many of the exact top k just below k)
+    SELECT * FROM (
+        SELECT c.vector_id, c.doc_id
+        FROM (SELECT vector_id, doc_id FROM vectors
+              WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
+                AND k = CASE WHEN (SELECT hype FROM vec_plan) THEN 0
+                             ELSE CAST(min(4096, :vec_k_hype * :hype_oversample) AS INTEGER) END
+                AND kind = 'hype'
+                AND topic >= coalesce(:topic, '') AND topic <= coalesce(:topic, char(1114111))
+             ) AS c
+        JOIN vector_data AS v ON v.vector_id = c.vector_id
+        ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), c.vector_id
+        LIMIT (SELECT :vec_k_hype))
     UNION ALL
     SELECT * FROM (
         SELECT v.vector_id, v.doc_id
