@@ -8,7 +8,8 @@ replaces this tree's for its arm only; everything else (parameters, Python
 around the statement, the store) is this tree's. Latency: the two statements
 and the seed design interleaved query by query (order rotated); recall@10 of
 each statement's vector lists against exact search (benchmarks.speed), and of
-the exact plan. Corpora: the cached real-vector ones of benchmarks/speed.py.
+the exact plan (up to EXACT_ARM_MAX documents). Corpora: the cached
+real-vector ones of benchmarks/speed.py.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import kbstore.backends.sqlite.search as sqlite_search  # noqa: E402
 from benchmarks.latency import NOW, query_texts  # noqa: E402
 from benchmarks.latency_data import CACHE, DATASETS, build, load_docs, paths_for  # noqa: E402
 from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
-from benchmarks.speed import real_queries, recall_at_10  # noqa: E402
+from benchmarks.speed import EXACT_ARM_MAX, real_queries, recall_at_10  # noqa: E402
 
 
 def use(sql: str) -> None:
@@ -79,8 +80,9 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
             use(statements[name])
             recall[name] = recall_at_10(store, index, queries[:k], qvecs[:k])["recall_at_10"]
         use(this)
-        recall["exact_plan"] = recall_at_10(store, index, queries[:k], qvecs[:k],
-                                            vec_plan="exact")["recall_at_10"]
+        recall["exact_plan"] = (recall_at_10(store, index, queries[:k], qvecs[:k],
+                                             vec_plan="exact")["recall_at_10"]
+                                if n <= EXACT_ARM_MAX else float("nan"))
     finally:
         use(this)
         store.close()
