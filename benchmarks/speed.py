@@ -126,7 +126,10 @@ def rows_touched(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
         # exact kinds: every vector of the kind scored; bit kinds: every sign-bit
         # row compared, then k candidates rescored from floats; then every
         # question of the HyPE candidates' documents (hype_scored)
-        floats.append(sum(by_kind[k] if exact[k] else min(p[f"vec_k_{k}"], by_kind[k])
+        # (the question KNN rescores hype_oversample x its k candidates)
+        floats.append(sum(by_kind[k] if exact[k] else min(
+                              int(p[f"vec_k_{k}"] * (p["hype_oversample"] if k == "hype" else 1)),
+                              by_kind[k])
                           for k in by_kind) + conn.execute(hype_sql, p).fetchone()[0])
         bits.append(sum(by_kind[k] for k in by_kind if not exact[k]))
         fts.append(sum(conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",

@@ -87,3 +87,28 @@ def test_vec_plan_is_validated(kb: KnowledgeStore) -> None:
         kb.search("picobot", vec_plan="fast")
     with pytest.raises(InvalidQueryError, match="exact_ratio"):
         kb.search("picobot", exact_ratio=-1)
+
+
+def test_the_bit_plan_filters_long_topic_names_like_the_exact_plan(tmp_path: Path) -> None:
+    # vec0 compares TEXT metadata of 12+ bytes through its shadow table; two
+    # long topics share their first 12 bytes and length, one topic is short.
+    store = KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(64), hype=False)
+    topics = ("infrastructure-east", "infrastructure-west", "self")
+    words = ("deploy", "server", "backup", "python", "notes", "review", "sqlite", "search")
+    for i in range(24):
+        topic = topics[i % 3]
+        store.upsert(f"{topic}/note-{i}.md", title=f"note {i} {words[i % 8]}",
+                     body=f"{words[i % 8]} {words[(i * 3) % 8]} {words[(i * 5) % 8]} {i}",
+                     topic=topic)
+    try:
+        for query in ("deploy server", "python search notes", "backup review"):
+            for topic in (None, *topics):
+                exact = _hits(store, query, topic=topic, vec_plan="exact", **DEEP)
+                bits = _hits(store, query, topic=topic, vec_plan="bits", **DEEP)
+                assert [p for p, _ in bits] == [p for p, _ in exact], (query, topic)
+                assert [s for _, s in bits] == pytest.approx([s for _, s in exact], abs=1e-9)
+                assert bits, (query, topic)
+                if topic is not None:
+                    assert {path.split("/")[0] for path, _ in bits} == {topic}
+    finally:
+        store.close()

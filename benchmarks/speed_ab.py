@@ -1,0 +1,119 @@
+"""Two search.sql versions and the seed design in ONE process, on the same corpora.
+
+    python -m benchmarks.speed_ab --other OLD/search.sql --sizes 1000,10000 \\
+        --queries 60 --recall-queries 100 --out /tmp/ab.json
+
+The other statement (e.g. ``git show main:kbstore/backends/sqlite/search.sql``)
+replaces this tree's for its arm only; everything else (parameters, Python
+around the statement, the store) is this tree's. Latency: the two statements
+and the seed design interleaved query by query (order rotated); recall@10 of
+each statement's vector lists against exact search (benchmarks.speed), and of
+the exact plan (up to EXACT_ARM_MAX documents). Corpora: the cached
+real-vector ones of benchmarks/speed.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import benchmarks.latency as latency  # noqa: E402
+import kbstore.backends.sqlite.search as sqlite_search  # noqa: E402
+from benchmarks.latency import NOW, query_texts  # noqa: E402
+from benchmarks.latency_data import CACHE, DATASETS, build, load_docs, paths_for  # noqa: E402
+from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
+from benchmarks.speed import EXACT_ARM_MAX, real_queries, recall_at_10  # noqa: E402
+
+
+def use(sql: str) -> None:
+    """Make ``sql`` the statement store.search() and the benchmark helpers run."""
+    sqlite_search.search_sql = lambda: sql  # type: ignore[assignment]
+    latency.search_sql = lambda: sql  # type: ignore[assignment]
+
+
+def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.baselines.seed import SeedIndex
+    from kbstore import KnowledgeStore
+
+    build(n, 384, args.data_dir, args.cache_dir, source="real")
+    where = paths_for(n, 384, args.cache_dir, "real")
+    count = max(args.queries, args.recall_queries)
+    queries, qvecs = query_texts(args.data_dir, count), real_queries(count)
+    docs = load_docs(n, 384, args.cache_dir, "real")
+    index = SeedIndex.load(docs, where["npz"])
+    del docs
+    store = KnowledgeStore.open(where["db"], PrecomputedEmbedder(384), hype=False)
+    statements = {"other": other, "this": this}
+
+    def arm(name: str) -> Any:
+        def search(q: str, v: Any) -> None:
+            use(statements[name])
+            store.search(q, query_vector=v, limit=10, now=NOW)
+        return search
+
+    arms = {"other": arm("other"), "this": arm("this"),
+            "seed": lambda q, v: index.search(q, v, limit=10, now=NOW)}
+    names = list(arms)
+    try:
+        for q, v in zip(queries[:3], qvecs[:3], strict=True):  # warm
+            for name in names:
+                arms[name](q, v)
+        times: dict[str, list[float]] = {name: [] for name in names}
+        for i, (q, v) in enumerate(zip(queries[:args.queries], qvecs[:args.queries],
+                                       strict=True)):
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                t = time.perf_counter()
+                arms[name](q, v)
+                times[name].append(time.perf_counter() - t)
+        k = args.recall_queries
+        recall = {}
+        for name in ("other", "this"):
+            use(statements[name])
+            recall[name] = recall_at_10(store, index, queries[:k], qvecs[:k])["recall_at_10"]
+        use(this)
+        recall["exact_plan"] = (recall_at_10(store, index, queries[:k], qvecs[:k],
+                                             vec_plan="exact")["recall_at_10"]
+                                if n <= EXACT_ARM_MAX else float("nan"))
+    finally:
+        use(this)
+        store.close()
+    p50 = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
+    return {"n": n, "p50_ms": p50, "ratio_other": p50["other"] / p50["seed"],
+            "ratio_this": p50["this"] / p50["seed"], "recall_at_10": recall,
+            "queries": args.queries, "recall_queries": k, "load": os.getloadavg()[0]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--other", type=Path, required=True, help="the other search.sql")
+    ap.add_argument("--sizes", default="1000,5000,10000,20000")
+    ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--recall-queries", type=int, default=100)
+    ap.add_argument("--data-dir", type=Path, default=DATASETS)
+    ap.add_argument("--cache-dir", type=Path, default=CACHE)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    this, other = sqlite_search.search_sql(), args.other.read_text(encoding="utf-8")
+    results = []
+    for n in [int(s) for s in args.sizes.split(",") if s.strip()]:
+        r = run_size(n, this, other, args)
+        results.append(r)
+        p, rec = r["p50_ms"], r["recall_at_10"]
+        print(f"{n:,} docs: p50 other {p['other']:.1f} / this {p['this']:.1f} / seed "
+              f"{p['seed']:.1f} ms; ratio {r['ratio_other']:.2f}x -> {r['ratio_this']:.2f}x; "
+              f"recall@10 {rec['other']:.3f} -> {rec['this']:.3f} (exact plan "
+              f"{rec['exact_plan']:.3f}); load {r['load']:.1f}", flush=True)
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
