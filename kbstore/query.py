@@ -99,8 +99,11 @@ DEFAULTS: dict[str, Any] = {
 # bounded factor; type boosts were re-measured; the confidence floor is on
 # by default). A stored value equal to one of these was never chosen by
 # anyone, so today's default applies to that database too.
+# latest_top 5: every database made before the topical test (latest_topical)
+# stored it; with the test the pool is 8.
 LEGACY_DEFAULTS: dict[str, Any] = {"boost_skill": 1.2, "boost_journal": 0.8,
-                                   "half_life_days": 30.0, "min_similarity": None}
+                                   "half_life_days": 30.0, "min_similarity": None,
+                                   "latest_top": 5}
 FUSIONS = ("rrf", "convex")
 VEC_PLANS = ("auto", "exact", "bits")
 VEC_K_MAX = 4096  # sqlite-vec's cap on k
