@@ -254,6 +254,9 @@ class SearchRequest:
     # days the query names ("in March", "last week"): [start, end) ISO dates
     date_ranges: tuple[tuple[str, str], ...] = ()
     latest: bool = False            # a question about the newest entry on something
+    # a "latest" question's full-text words without its cue words (empty: no
+    # topical test; see DEFAULTS latest_topical)
+    topical_terms: tuple[str, ...] = ()
 
 
 @dataclass

@@ -281,6 +281,17 @@ _LATEST = re.compile(
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d)\b)[a-z]+")
 
 
+# Words of the "latest" cues that say when, not what: a "latest" question's
+# topical words are its full-text words without these (and without the
+# person's name, which BM25 weighs ~0 when most entries hold it), so an entry
+# that only shares "latest", "currently" or a name with the question is not
+# on its topic (search.sql, latest_topical).
+LATEST_CUE_WORDS = frozenset("""latest newest most recent recently lately last time currently
+current nowadays these days right now moment anymore any more still so far up to date as of end
+news update updates progress turn turned out doing going coming along getting holding progressing
+settling""".split())
+
+
 _LAST_PERIOD = re.compile(
     r"\blast\s+(?:week|weekend|month|year|night|spring|summer|autumn|fall|winter|monday|"
     r"tuesday|wednesday|thursday|friday|saturday|sunday|\d+)\b|\b(?:in|over|during|within)"

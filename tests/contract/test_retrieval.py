@@ -257,6 +257,29 @@ def test_latest_question_reorders_only_the_best_few(kb: KnowledgeStore) -> None:
     assert kb.search(question, now=NOW, latest_top=1)[0].path == answer
 
 
+def test_latest_question_skips_newer_entries_off_its_topic(kb: KnowledgeStore) -> None:
+    # Every entry names the person; the newest shares the name and the cue
+    # word "latest" with the question but says nothing about the boiler: it is
+    # not on the question's topic, so the older boiler entry answers.
+    answer = f"journal/{_ago(90)}-boiler.md"
+    kb.upsert(answer, title="Maya boiler", updated=_ago(90),
+              body=f"Maya: the plumber repaired the boiler pressure valve {filler(12)}")
+    chatty = f"journal/{_ago(5)}-catch-up.md"
+    kb.upsert(chatty, title="Maya catch up", updated=_ago(5),
+              body=f"Maya: the latest news from Maya, Maya is fine {filler(12, 'b')}")
+    for i, days in enumerate((20, 40, 60)):
+        kb.upsert(f"journal/{_ago(days)}-day.md", title=f"Maya day {i}", updated=_ago(days),
+                  body=f"Maya {filler(14, salt=str(i))}")
+    question = "What's the latest on Maya's boiler?"
+    hits = kb.search(question, now=NOW, explain=True)
+    assert hits[0].path == answer and hits[0].explain["latest_rank"] == 1
+    assert chatty not in {h.path for h in hits if h.explain["latest_rank"] is not None}
+    # off switch: without the topical test the newer chatty entry is eligible and leads
+    off = kb.search(question, now=NOW, explain=True, latest_topical=0)
+    assert off[0].path == chatty and off[0].explain["latest_rank"] == 1
+    assert answer in {h.path for h in off if h.explain["latest_rank"] is not None}
+
+
 def test_recency_does_not_bury_a_strong_old_match(kb: KnowledgeStore) -> None:
     _dentist(kb)
     hits = kb.search("dentist filling appointment", explain=True, now=NOW)
@@ -282,7 +305,8 @@ def test_recency_breaks_a_near_tie_towards_the_newer_entry(kb: KnowledgeStore) -
 def test_invalid_recency_settings_are_refused(kb: KnowledgeStore) -> None:
     kb.upsert("domains/a.md", title="A", body="alpha")
     for bad in ({"half_life_days": -1}, {"recency_weight": 1.5}, {"latest": "yes"},
-                {"latest_ratio": -0.1}, {"now": "not a date"}):
+                {"latest_ratio": -0.1}, {"latest_topical": 1.5}, {"latest_topical": "x"},
+                {"now": "not a date"}):
         with pytest.raises(InvalidQueryError):
             kb.search("alpha", **bad)
 

@@ -104,7 +104,9 @@ def test_sql_fusion_equals_reference_on_random_rank_lists(
     params = {**DEFAULTS, "fusion": fusion, "k_rrf": k, "w_fm": w[0], "w_fts": w[1],
               "w_vec": w[2], "boost_entry": boosts[0], "boost_skill": boosts[1],
               "boost_journal": boosts[2], "half_life_days": half_life, "now": NOW,
-              "min_similarity": None, "limit": 1000, "latest": 0, "has_vector": 1,
+              "min_similarity": None, "limit": 1000, "latest": 0, "topical_query": None,
+              "topic": None,
+              "has_vector": 1,
               "qvec": bytes(4 * 16),
               # the text lists' adaptive weight reads the documents' vectors
               # (tests/contract/test_text_agreement.py): off for random lists

@@ -93,6 +93,7 @@ def compile_params(request: SearchRequest) -> dict[str, str]:
     has_vector = request.vector is not None
     params.update(
         fts_terms=_json_words(request.fts_terms),
+        topical_terms=_json_words(request.topical_terms),
         title_terms=_json_words(request.title_terms),
         tag_terms=_json_object({t: request.tag_weights.get(t, 1.0) for t in request.tag_terms}),
         date_ranges=json.dumps([list(r) for r in request.date_ranges]),

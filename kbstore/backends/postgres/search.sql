@@ -33,7 +33,8 @@
 -- entries, recency 1 - recency_weight * (1 - 2^(-age_days / half_life_days))
 -- from `updated`, age at `now` (half_life_days empty: off). A "latest"
 -- question (latest = true): the dated journal hits among the latest_top best by
--- relevance x boost, at least latest_ratio x the best, come first, newest
+-- relevance x boost, at least latest_ratio x the best and at least
+-- latest_topical x the best BM25 of the topical words, come first, newest
 -- first. min_similarity (the confidence floor): when no hit's best vector
 -- (document, chunk or question) is that similar to the query, nothing is
 -- returned; otherwise hits below it stay only if they match query words
@@ -441,6 +442,32 @@ kept AS (
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
            AND best_similarity >= nullif(:'min_similarity', '')::float8)
 ),
+-- A "latest" question's topical words (topical_terms: its fts_terms without
+-- the cue words): their BM25 per entry, as fts_ranked scores (see the SQLite
+-- statement). Empty: no topical test.
+topical_query AS (
+    SELECT x.lexeme AS term, count(*) AS qtf
+    FROM jsonb_array_elements_text(coalesce(nullif(:'topical_terms', '')::jsonb, '[]')) AS q(word),
+         unnest(to_tsvector('english', q.word)) AS x
+    WHERE (:'latest')::boolean
+    GROUP BY x.lexeme
+),
+topical_hits AS MATERIALIZED (
+    SELECT p.doc_id, q.qtf::float8 AS qtf, p.doc_len::float8 AS doc_len,
+           (:'w_title')::float8 * p.tf_title + (:'w_tags')::float8 * p.tf_tags
+               + (:'w_body')::float8 * p.tf_body AS tf,
+           (count(*) OVER (PARTITION BY p.term))::float8 AS df
+    FROM topical_query AS q JOIN fts_postings AS p ON p.term = q.term
+),
+topical AS MATERIALIZED (
+    SELECT h.doc_id,
+           sum(h.qtf * greatest(ln((c.n - h.df + 0.5) / (h.df + 0.5)), 1e-6)
+               * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.doc_len / c.avg_len))) AS score
+    FROM topical_hits AS h CROSS JOIN corpus AS c
+    WHERE nullif(:'topic', '') IS NULL
+       OR h.doc_id IN (SELECT id FROM documents WHERE topic = :'topic')
+    GROUP BY h.doc_id
+),
 latest AS (
     -- eligible: dated, among the latest_top best by evidence and close to
     -- the best (recency left out: being new must not make an entry relevant);
@@ -449,10 +476,16 @@ latest AS (
                         AND coalesce(updated, created) IS NOT NULL
                         AND evidence_rank <= (:'latest_top')::integer
                         AND evidence >= (:'latest_ratio')::float8 * max(evidence) OVER ()
+                        -- on topic (no test when no entry scores above 0)
+                        AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
+                             OR coalesce(topical_score, 0.0)
+                                >= (:'latest_topical')::float8
+                                   * (SELECT max(score) FROM topical))
                    THEN 1 ELSE 0 END AS in_latest,
            max(relevance) OVER () AS best
-    FROM (SELECT *, row_number() OVER (ORDER BY evidence DESC, doc_id) AS evidence_rank
-          FROM kept) AS ranked
+    FROM (SELECT k.*, t.score AS topical_score,
+                 row_number() OVER (ORDER BY k.evidence DESC, k.doc_id) AS evidence_rank
+          FROM kept AS k LEFT JOIN topical AS t ON t.doc_id = k.doc_id) AS ranked
 ),
 final AS (
     SELECT *,

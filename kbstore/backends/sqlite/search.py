@@ -92,6 +92,7 @@ def compile_params(request: SearchRequest, dim: int) -> dict[str, Any]:
         tag_terms=json.dumps({t: request.tag_weights.get(t, 1.0) for t in request.tag_terms}),
         date_ranges=json.dumps([list(r) for r in request.date_ranges]),
         latest=int(request.latest),
+        topical_query=fts_expression(request.topical_terms),
         # No vector side: float32 zeros and k = 0 give an empty KNN.
         has_vector=int(has_vector),
         qvec=request.vector if has_vector else bytes(4 * dim),

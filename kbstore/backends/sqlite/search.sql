@@ -36,8 +36,9 @@
 -- score = relevance * boost * recency, except for a "latest" question
 -- (:latest = 1: "last time", "most recent", ...): the dated journal hits among
 -- the :latest_top best by relevance * boost whose relevance * boost is at least
--- :latest_ratio x the best come first, newest first (by updated, else
--- created); their score is
+-- :latest_ratio x the best and whose BM25 on the question's topical words
+-- (:topical_query) is at least :latest_topical x the best come first, newest
+-- first (by updated, else created); their score is
 -- best * (2 - (latest_rank - 1) / n_latest).
 -- :min_similarity (the confidence floor): when no hit's best vector --
 -- document, chunk or question -- is that similar to the query, the query is
@@ -511,6 +512,16 @@ kept AS MATERIALIZED (
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
            AND (SELECT max(similarity) FROM scored) >= :min_similarity)
 ),
+-- A "latest" question's topical words (:topical_query, its full-text words
+-- without the cue words "latest", "currently", ...): their BM25 per entry.
+-- Names most entries hold weigh ~0 (FTS5's idf floor), so an entry that
+-- only mentions the person scores ~0. NULL query: no topical test.
+topical AS MATERIALIZED (
+    SELECT rowid AS doc_id, -bm25(documents_fts, :w_title, :w_tags, :w_body) AS score
+    FROM documents_fts
+    WHERE :latest AND :topical_query IS NOT NULL AND documents_fts MATCH :topical_query
+      AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
+),
 latest AS (
     -- eligible: dated, among the :latest_top best by evidence and close to
     -- the best (recency left out: being new must not make an entry
@@ -518,15 +529,20 @@ latest AS (
     -- evidence out of the first results when all scores are close).
     -- Journal entries only: their date is the date of what they record; a
     -- reference entry's `updated` is its last edit (an overview touched
-    -- yesterday is not the latest event), so entries keep their evidence order
+    -- yesterday is not the latest event), so entries keep their evidence order.
+    -- On topic: its topical BM25 is at least :latest_topical x the best
+    -- (no test when no entry scores above 0 on the topical words).
     SELECT doc_id, row_number() OVER (ORDER BY dated DESC, doc_id) AS latest_rank,
            count(*) OVER () AS n_latest
     FROM (SELECT doc_id, doc_type, dated, evidence FROM kept
           WHERE :latest
           ORDER BY evidence DESC, doc_id
-          LIMIT (SELECT :latest_top))
+          LIMIT (SELECT :latest_top)) AS k
     WHERE evidence > 0 AND dated IS NOT NULL AND doc_type = 'journal'
       AND evidence >= :latest_ratio * (SELECT max(evidence) FROM kept)
+      AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
+           OR coalesce((SELECT score FROM topical AS t WHERE t.doc_id = k.doc_id), 0.0)
+              >= :latest_topical * (SELECT max(score) FROM topical))
 ),
 final AS (
     SELECT k.doc_id, k.relevance, l.latest_rank,
