@@ -138,7 +138,7 @@ fm_ranked AS (
     LIMIT (:'fm_limit')::integer
 ),
 fts_hits AS MATERIALIZED (
-    SELECT p.doc_id, q.qtf::float8 AS qtf, p.doc_len::float8 AS doc_len,
+    SELECT p.doc_id, p.term, q.qtf::float8 AS qtf, p.doc_len::float8 AS doc_len,
            (:'w_title')::float8 * p.tf_title + (:'w_tags')::float8 * p.tf_tags
                + (:'w_body')::float8 * p.tf_body AS tf,
            (count(*) OVER (PARTITION BY p.term))::float8 AS df
@@ -444,7 +444,8 @@ kept AS (
 ),
 -- A "latest" question's topical words (topical_terms: its fts_terms without
 -- the cue words): their BM25 per entry, as fts_ranked scores (see the SQLite
--- statement). Empty: no topical test.
+-- statement), from fts_hits (their words are among the query's: the same
+-- postings, tf and df). Empty: no topical test.
 topical_query AS (
     SELECT x.lexeme AS term, count(*) AS qtf
     FROM jsonb_array_elements_text(coalesce(nullif(:'topical_terms', '')::jsonb, '[]')) AS q(word),
@@ -452,18 +453,11 @@ topical_query AS (
     WHERE (:'latest')::boolean
     GROUP BY x.lexeme
 ),
-topical_hits AS MATERIALIZED (
-    SELECT p.doc_id, q.qtf::float8 AS qtf, p.doc_len::float8 AS doc_len,
-           (:'w_title')::float8 * p.tf_title + (:'w_tags')::float8 * p.tf_tags
-               + (:'w_body')::float8 * p.tf_body AS tf,
-           (count(*) OVER (PARTITION BY p.term))::float8 AS df
-    FROM topical_query AS q JOIN fts_postings AS p ON p.term = q.term
-),
 topical AS MATERIALIZED (
     SELECT h.doc_id,
-           sum(h.qtf * greatest(ln((c.n - h.df + 0.5) / (h.df + 0.5)), 1e-6)
+           sum(t.qtf * greatest(ln((c.n - h.df + 0.5) / (h.df + 0.5)), 1e-6)
                * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.doc_len / c.avg_len))) AS score
-    FROM topical_hits AS h CROSS JOIN corpus AS c
+    FROM topical_query AS t JOIN fts_hits AS h ON h.term = t.term CROSS JOIN corpus AS c
     WHERE nullif(:'topic', '') IS NULL
        OR h.doc_id IN (SELECT id FROM documents WHERE topic = :'topic')
     GROUP BY h.doc_id
