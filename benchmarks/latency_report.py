@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.plotting import pyplot
+
 # Method notes and analysis printed under the tables (figures from the
 # committed run; see the tables for every number).
 NOTES = (
@@ -172,10 +174,9 @@ def write_report(data: dict[str, Any], out_dir: Path) -> None:
 
 
 def plot(results: dict[str, Any], sizes: list[str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(path)
+    if plt is None:
+        return
 
     xs = [int(s) for s in sizes]
     fig, ax = plt.subplots(figsize=(6.5, 4.2))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchmarks.plotting import pyplot
+
 # -- reporting ---------------------------------------------------------------
 
 # Findings from the committed run (numbers quoted from results/quality.json).
@@ -135,10 +137,9 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(path)
+    if plt is None:
+        return
 
     names = list(results["datasets"])
     methods = list(results["datasets"][names[0]]["methods"])

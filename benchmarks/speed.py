@@ -56,6 +56,7 @@ from benchmarks.latency_data import (  # noqa: E402
     paths_for,
     real_pool,
 )
+from benchmarks.plotting import pyplot  # noqa: E402
 from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -368,10 +369,9 @@ def parts_table(results: dict[str, Any]) -> list[str]:
 
 
 def plot(data: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(path)
+    if plt is None:
+        return
 
     results = data["results"]
     sizes = sorted(results, key=int)
