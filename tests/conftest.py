@@ -33,6 +33,10 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch,
                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    _isolate(monkeypatch, tmp_path_factory)
+
+
+def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     for name in ("KBSTORE_DB", "KBSTORE_HYPE", "KBSTORE_HYPE_MODEL", "KBSTORE_SQLITE_BINDING",
                  "KBSTORE_BUSY_TIMEOUT_MS", "KBSTORE_NOMIC_MODEL_DIR", "KBSTORE_QUERY_CACHE",
                  "KBSTORE_EMBED_THREADS", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
@@ -70,9 +74,7 @@ def minilm_sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     db = tmp_path_factory.mktemp("minilm-sample") / "kb.sqlite"
     with pytest.MonkeyPatch.context() as patch:  # the same environment as a test's
-        patch.setenv("KBSTORE_CACHE_DIR", str(_session_cache(tmp_path_factory)))
-        for name in ("KBSTORE_DB", "KBSTORE_EMBED_THREADS", "KBSTORE_NOMIC_MODEL_DIR"):
-            patch.delenv(name, raising=False)
+        _isolate(patch, tmp_path_factory)
         with KnowledgeStore.open(db, "minilm", hype=False) as store:
             report = store.import_directory(Path(str(resources.files("kbstore.sample_kb"))))
             assert report.skipped == [] and report.embedded == report.added > 20
