@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--recall-queries", type=int, default=100)
     ap.add_argument("--data-dir", type=Path, default=DATASETS)
     ap.add_argument("--cache-dir", type=Path, default=CACHE)
-    ap.add_argument("--work-dir", type=Path, default=CACHE.parent / "cells-proto")
+    ap.add_argument("--work-dir", type=Path, default=CACHE.parent / "cells-proto-v2")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     args.work_dir.mkdir(parents=True, exist_ok=True)
