@@ -31,7 +31,7 @@ from ..contract.reference import (
 from .util import SLOTS, connect_file, raw
 
 NOW = "2026-06-30T12:00:00+00:00"
-FUSION_START = "\nlists AS ("
+FUSION_START = "\nfused_ids AS ("
 DOC_TYPES = ("entry", "skill", "journal")
 SQLITE3 = shutil.which("sqlite3")
 
