@@ -99,8 +99,9 @@ def make_vectors(n: int, dim: int, seed: int = 7) -> np.ndarray:
 
 
 def real_pool(cache_root: Path = CACHE.parent) -> np.ndarray:
-    """Every cached MiniLM vector of the three test collections (documents
-    and queries, ~9,800 x 384), unit length."""
+    """Every cached MiniLM vector of the three test collections (documents,
+    queries and what quality runs added: chunks, HyPE questions), unit length.
+    It grows as the caches do: benchmarks.speed pins the queries it draws."""
     files = sorted(p for pattern in REAL_POOLS for p in cache_root.glob(pattern)
                    if ".tmp." not in p.name)
     if not files:

@@ -99,11 +99,27 @@ def measure_arms(store: Any, index: Any, queries: list[str], qvecs: np.ndarray,
     return out
 
 
+PINNED_QUERIES = 1000
+
+
 def real_queries(count: int, seed: int = 5) -> np.ndarray:
-    """Real MiniLM vectors from the pool (each is in ~2 x n / pool documents)."""
+    """Real MiniLM vectors from the pool, drawn once and pinned in the cache
+    (``real-queries-seed<seed>.npy``): the pool is every cached MiniLM vector
+    and grows whenever a quality run embeds new text (chunks, questions), which
+    would otherwise draw other queries and move the recall figures between runs."""
+    pinned = CACHE / f"real-queries-seed{seed}.npy"
+    if pinned.exists():
+        saved = np.load(pinned)
+        if len(saved) >= count:
+            return saved[:count]
     pool = real_pool(CACHE.parent)
     rng = np.random.default_rng(seed)
-    return pool[rng.choice(len(pool), size=count, replace=False)]
+    drawn = pool[rng.choice(len(pool), size=max(count, PINNED_QUERIES), replace=False)]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = pinned.with_name(f"{pinned.stem}.tmp.{os.getpid()}.npy")
+    np.save(tmp, drawn)
+    tmp.replace(pinned)
+    return drawn[:count]
 
 
 def rows_touched(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
