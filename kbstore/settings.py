@@ -24,8 +24,10 @@ QUERY_CACHE_ENV = "KBSTORE_QUERY_CACHE"      # 0/false/no/off: do not cache quer
 EMBED_THREADS_ENV = "KBSTORE_EMBED_THREADS"  # intra-op threads (default: embed_minilm.bulk_threads)
 
 DEFAULT_HYPE_MODEL = "openai/gpt-4o-mini"
-# Documents per write transaction: big enough to amortise embedding calls,
-# small enough that a crash or a bad batch costs little.
+# Documents per batch (planned, embedded and sent to the LLM together): big
+# enough to amortise embedding calls, small enough that a crash or a bad
+# batch costs little. Batches produced quickly share one write transaction
+# (kbstore/writer.py, GROUP_DOCS); an LLM-bound batch commits on its own.
 BATCH_SIZE = 64
 
 _FALSE = ("0", "false", "no", "off")

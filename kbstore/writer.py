@@ -19,6 +19,7 @@ in :meth:`Writer._plan` and one more step in :meth:`Writer._produce`.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -137,6 +138,67 @@ class Outcome:
         self.llm_failures += part.llm_failures
 
 
+# A transaction holds the works of consecutive batches up to these bounds.
+# Measured at 10k documents with 7 vectors each: 1 transaction per 512
+# documents instead of per 64 writes vec0's chunks, the FTS segments and
+# the B-trees' edge pages fewer times (benchmarks/results/speed_findings.md).
+GROUP_DOCS = 512
+GROUP_BYTES = 32 * 2**20       # texts and vectors held in memory, uncommitted
+# A batch whose planning and production took this long (an LLM writing
+# questions, a real embedder) commits at once, and nothing waits longer than
+# this to join a group: a crash loses at most ~this much work beyond the
+# batch in progress, as with one transaction per batch.
+GROUP_SECONDS = 1.0
+
+
+class _Group:
+    """Works of consecutive batches produced but not yet applied (content
+    writes: ``work.content`` is the document to write)."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.works: list[_Work] = []
+        self.sizes: list[int] = []     # input documents per batch, for progress
+        self.paths: set[str] = set()
+        self.bytes = 0
+        self.since: float | None = None
+
+    def take(self) -> _Group:
+        held = _Group()
+        held.works, held.sizes = self.works, self.sizes
+        self.clear()
+        return held
+
+    def add(self, works: list[_Work], size: int, started: float, dim: int) -> None:
+        self.works += works
+        self.sizes.append(size)
+        self.paths.update(w.change.path for w in works)
+        self.bytes += sum(_held_bytes(w, dim) for w in works)
+        if self.since is None:
+            self.since = started
+
+    def holds(self, docs: list[Document]) -> bool:
+        return any(d.path in self.paths for d in docs)
+
+    def full(self) -> bool:
+        return len(self.works) >= GROUP_DOCS or self.bytes >= GROUP_BYTES
+
+    def old(self) -> bool:
+        return self.since is not None and time.monotonic() - self.since >= GROUP_SECONDS
+
+
+def _held_bytes(work: _Work, dim: int) -> int:
+    """About what a produced work keeps in memory: its text (up to 4 bytes a
+    character) and its float32 vectors."""
+    change, doc = work.change, work.content
+    vectors = ((change.doc_vector is not None)
+               + (len(change.questions.vectors) if change.questions is not None else 0)
+               + (len(change.chunks.vectors) if change.chunks is not None else 0))
+    return 4 * (len(doc.body) + len(doc.title)) + vectors * dim * 4
+
+
 class Writer:
     def __init__(self, backend: Backend, embedder: Embedder, hype: HypeConfig,
                  batch_size: int) -> None:
@@ -152,13 +214,38 @@ class Writer:
 
     def upsert(self, docs: Iterable[Document], progress: Progress | None = None, *,
                provided: dict[str, Provided] | None = None) -> Outcome:
-        """Store documents (and what they need) in batches of one transaction each."""
+        """Store documents (and what they need). Each batch of ``batch_size``
+        is planned and produced on its own; consecutive batches whose
+        production was quick are applied together, in ONE transaction of at
+        most GROUP_DOCS documents and ~GROUP_BYTES of text and vectors (see
+        :class:`_Group`), so a batch still commits whole or not at all."""
         total = Outcome()
-        for batch in batches(docs, self.batch_size):
-            unique = list({d.path: d for d in batch}.values())  # last one wins
-            total.add(self._content_batch(unique, provided or {}))
+        given = provided or {}
+        group = _Group()
+
+        def flush() -> None:
+            held = group.take()  # emptied first: a failing apply is not retried here
+            if held.works:
+                self._apply_group(held, given, total)
             if progress:
-                progress(len(batch))
+                for size in held.sizes:
+                    progress(size)
+
+        try:
+            for batch in batches(docs, self.batch_size):
+                unique = list({d.path: d for d in batch}.values())  # last one wins
+                if group.works and (group.holds(unique) or group.old()):
+                    flush()  # a path planned twice must see its first write
+                started = time.monotonic()
+                works = self._prepare(unique, given, total)
+                group.add(works, len(batch), started, self.embedder.dim)
+                if (not group.works or group.full()
+                        or time.monotonic() - started >= GROUP_SECONDS):
+                    flush()  # a slow batch (an LLM's answers) commits at once
+        except BaseException:
+            flush()  # what was produced before the failure is kept, as batch by batch
+            raise
+        flush()
         return total
 
     def delete(self, paths: Sequence[str]) -> int:
@@ -192,23 +279,41 @@ class Writer:
 
     # -- one content batch -------------------------------------------------------------
 
-    def _content_batch(self, docs: list[Document], provided: dict[str, Provided]) -> Outcome:
-        out = Outcome()
+    def _apply_group(self, group: _Group, provided: dict[str, Provided],
+                     out: Outcome) -> None:
+        """Apply a group's works in one transaction; stale documents (another
+        writer came first) are planned again batch by batch."""
+        stale = set(self._apply(group.works, out))
+        if stale:
+            self._content_batch([w.content for w in group.works if w.change.path in stale],
+                                provided, out, rounds=REPLANS - 1)
+
+    def _content_batch(self, docs: list[Document], provided: dict[str, Provided],
+                       out: Outcome, rounds: int = REPLANS) -> None:
         pending = docs
-        for _ in range(REPLANS):
+        for _ in range(rounds):
             pending = self._content_round(pending, provided, out)
             if not pending:
-                return out
+                return
         # Still racing a busy writer: plan, produce and apply under the lock.
         with self.backend.write_lock():
             left = self._content_round(pending, provided, out)
         if left:  # cannot happen under the lock; never lose them silently
             out.report.skipped += [Skipped(p.path, "changed by another writer repeatedly")
                                    for p in left]
-        return out
 
     def _content_round(self, docs: list[Document], provided: dict[str, Provided],
                        out: Outcome) -> list[Document]:
+        works = self._prepare(docs, provided, out)
+        if not works:
+            return []
+        stale = set(self._apply(works, out))
+        return [d for d in docs if d.path in stale]
+
+    def _prepare(self, docs: list[Document], provided: dict[str, Provided],
+                 out: Outcome) -> list[_Work]:
+        """Plan and produce one batch (no lock held); unchanged documents are
+        counted in ``out``."""
         stored = self.backend.stored([d.path for d in docs])
         works = []
         for doc in docs:
@@ -218,11 +323,9 @@ class Writer:
                 out.report.unchanged += 1
             else:
                 works.append(work)
-        if not works:
-            return []
-        self._produce(works, self.hype, out)
-        stale = set(self._apply(works, out))
-        return [d for d in docs if d.path in stale]
+        if works:
+            self._produce(works, self.hype, out)
+        return works
 
     # -- planning ------------------------------------------------------------------
 

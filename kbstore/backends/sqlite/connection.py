@@ -40,6 +40,13 @@ MODES = ("read", "write", "create")
 BULK_CHANGES = 32
 BULK_WAL_PAGES = 16384
 DEFAULT_WAL_PAGES = 1000
+# ... and with a page cache that holds a transaction's dirty pages: a write
+# transaction of several batches (kbstore/writer.py, up to 512 documents with
+# 7 vectors each: ~8 MB of new pages) outgrows SQLite's default 2 MB cache,
+# which then spills pages to the WAL mid-transaction and reads them back.
+# KiB, as a negative cache_size; restored after the batch, so it is held
+# only while a bulk write runs.
+BULK_CACHE_KIB = 32 * 1024
 T = TypeVar("T")
 
 
@@ -261,15 +268,19 @@ def transaction(conn: Connection) -> Iterator[Connection]:
 
 @contextlib.contextmanager
 def bulk_writes(conn: Connection, bulk: bool) -> Iterator[None]:
-    """A large batch: checkpoint the WAL less often while it commits."""
+    """A large batch: checkpoint the WAL less often while it commits, with a
+    page cache that holds its pages."""
     if not bulk:
         yield
         return
+    cache = int(conn.execute("PRAGMA cache_size").fetchone()[0])
     conn.execute(f"PRAGMA wal_autocheckpoint = {BULK_WAL_PAGES}")
+    conn.execute(f"PRAGMA cache_size = {-BULK_CACHE_KIB}")
     try:
         yield
     finally:
         conn.execute(f"PRAGMA wal_autocheckpoint = {DEFAULT_WAL_PAGES}")
+        conn.execute(f"PRAGMA cache_size = {cache}")
 
 
 @contextlib.contextmanager
