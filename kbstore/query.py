@@ -94,6 +94,16 @@ DEFAULTS: dict[str, Any] = {
     # share only stray words); never below 0.7 on the test collections, so
     # it changes none of them at 0.6. 0: off.
     "agreement_ratio": 0.6, "agreement_top": 3,
+    # The vector list's rank 1 weighs 1 + vec_standout x its relative cosine
+    # gap to rank 2 (search.sql vec_gap): a paraphrase found by its vector
+    # alone, far above the next, is not outvoted by hits ranked ~2nd in both
+    # lists on stray words. Chosen on the dev splits of benchmarks/agent_memory
+    # (nDCG@10 at 0 / 2 / 3 / 4: longdocs 0.886 / 0.901 / 0.910 / 0.910,
+    # sessions 0.766 / 0.769 / 0.771 / 0.767 (latest@1 15/19 -> 14/19 at 4),
+    # picobot_kb 0.845 / 0.846 / 0.846 / 0.853) and Cranfield (0.424 -> 0.425;
+    # with HyPE questions 0.447 -> 0.446); see benchmarks/results/
+    # quality_standout_check.md. 0: off.
+    "vec_standout": 3.0,
 }
 # Values the first release stored in every database's 'fusion' defaults for
 # settings whose meaning or default has changed since (recency became a
@@ -114,7 +124,7 @@ VEC_K_KEYS = tuple(VEC_K_AUTO)
 NULLABLE = frozenset({"half_life_days", "min_similarity", "latest", *VEC_K_KEYS})
 _POSITIVE = ("k_rrf", "boost_skill", "boost_journal", "boost_entry")
 _WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_hype", "w_hype_fts", "w_date",
-            "w_title", "w_tags", "w_body")
+            "w_title", "w_tags", "w_body", "vec_standout")
 _SHARES = ("recency_weight", "latest_ratio", "latest_topical", "agreement_ratio")  # numbers in 0..1
 _COUNTS = ("fm_limit", "fts_limit", "vec_limit", "date_limit", "latest_top", "agreement_top")
 _SMALL_COUNTS = {"hype_top": 31}  # at most the questions a document can have

@@ -25,6 +25,20 @@ def rrf_reference(rank_lists: dict[str, dict[int, int]], weights: dict[str, floa
     return scores
 
 
+def vector_gap(similarities: list[float]) -> float:
+    """The vector list's standout: (s1 - max(s2, 0)) / s1 of its two best
+    similarities; 0 with fewer than two or s1 <= 0."""
+    best = sorted(similarities, reverse=True)[:2]
+    if len(best) < 2 or best[0] <= 0:
+        return 0.0
+    return (best[0] - max(best[1], 0.0)) / best[0]
+
+
+def vec_rank_weight(rank: int | None, gap: float, standout: float) -> float:
+    """The factor on a vector-list hit's RRF weight: 1 + standout x gap at rank 1."""
+    return 1.0 + standout * gap if rank == 1 else 1.0
+
+
 def convex_reference(score_lists: dict[str, dict[int, float]],
                      weights: dict[str, float]) -> dict[int, float]:
     """Sum of w x min-max-normalised score (a single-valued list counts as 1)."""

@@ -363,6 +363,9 @@ fused AS (
 -- of the agreement_top best fts hits (best document or chunk vector) / the
 -- vec list's best similarity, but never less than (s1 - s2) / s1 of the top
 -- two fts scores. agreement_ratio 0, no query vector or no fts hit: 1.
+-- vec_gap: the vector rank 1's standout, (s1 - s2) / s1 of the vec list's
+-- two best similarities (0 with fewer than two or s1 <= 0); its RRF term
+-- weighs 1 + vec_standout x vec_gap (RRF only).
 text_sims AS (
     SELECT f.score AS fts_score,
            coalesce(v.score,
@@ -377,8 +380,12 @@ text_agreement AS MATERIALIZED (
     SELECT CASE WHEN a.mean IS NULL OR a.best IS NULL THEN 1.0::float8
                 ELSE greatest(least(1.0, greatest(0.0, a.mean) / a.best
                                          / (:'agreement_ratio')::float8) ^ 2,
-                              a.standout) END AS text_weight
+                              a.standout) END AS text_weight,
+           coalesce(a.vec_gap, 0.0)::float8 AS vec_gap
     FROM (SELECT (SELECT avg(similarity) FROM text_sims) AS mean,
+                 (SELECT CASE WHEN count(*) > 1 AND max(score) > 0
+                              THEN (max(score) - greatest(min(score), 0.0)) / max(score) END
+                  FROM vec_ranked WHERE rank <= 2) AS vec_gap,
                  (SELECT max(score) FROM vec_ranked WHERE score > 0) AS best,
                  (SELECT CASE WHEN count(*) > 1 THEN (max(score) - min(score)) / max(score)
                               ELSE 1.0 END
@@ -395,14 +402,17 @@ floor_similarity AS (
 ),
 scored AS (
     SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.created, d.updated, d.body,
-           t.text_weight,
+           t.text_weight, t.vec_gap,
            greatest(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
                     coalesce(s.similarity, -1.0)) AS similarity,
            coalesce((:'w_fm')::float8 * t.text_weight * f.fm_weight
                     / ((:'k_rrf')::float8 + f.fm_rank), 0.0) AS rrf_fm,
            coalesce((:'w_fts')::float8 * t.text_weight / ((:'k_rrf')::float8 + f.fts_rank), 0.0)
                AS rrf_fts,
-           coalesce((:'w_vec')::float8 / ((:'k_rrf')::float8 + f.vec_rank), 0.0) AS rrf_vec,
+           coalesce((:'w_vec')::float8
+                    * CASE WHEN f.vec_rank = 1 THEN 1.0 + (:'vec_standout')::float8 * t.vec_gap
+                           ELSE 1.0 END
+                    / ((:'k_rrf')::float8 + f.vec_rank), 0.0) AS rrf_vec,
            coalesce((:'w_hype')::float8 / ((:'k_rrf')::float8 + f.hype_rank), 0.0) AS rrf_hype,
            coalesce((:'w_hype_fts')::float8 / ((:'k_rrf')::float8 + f.hype_fts_rank), 0.0)
                AS rrf_hype_fts,
@@ -498,7 +508,7 @@ SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
-       s.boost, s.recency, s.text_weight,
+       s.boost, s.recency, s.text_weight, s.vec_gap,
        s.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question

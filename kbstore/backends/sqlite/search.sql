@@ -436,6 +436,14 @@ fused AS (
 -- top fts score stands above the second, (s1 - s2) / s1 (an identifier or
 -- error code: its rare words put one hit far ahead although no vector is
 -- near it). :agreement_ratio 0, no query vector or no fts hit: weight 1.
+-- Its vector-side counterpart, the standout of the vector list's rank 1:
+-- vec_gap = (s1 - s2) / s1 of the two best document similarities (0..1; 0
+-- with fewer than two vector hits or s1 <= 0). The vector rank 1's RRF
+-- term is multiplied by 1 + :vec_standout x vec_gap: a document whose
+-- cosine stands clearly above every other one (a paraphrase sharing no word
+-- with the query: 0.42 against 0.31 next) is not outvoted by hits ranked
+-- ~2nd in both lists on stray words; among near-ties (gap ~0) RRF is
+-- unchanged. RRF only ('convex' reads the scores themselves).
 text_sims AS (
     SELECT f.score AS fts_score,
            coalesce(v.score,
@@ -452,8 +460,12 @@ text_agreement AS MATERIALIZED (
     SELECT CASE WHEN a.mean IS NULL OR a.best IS NULL THEN 1.0
                 ELSE max(min(1.0, max(0.0, a.mean) / a.best / :agreement_ratio)
                          * min(1.0, max(0.0, a.mean) / a.best / :agreement_ratio), a.standout)
-           END AS text_weight
+           END AS text_weight,
+           coalesce(a.vec_gap, 0.0) AS vec_gap
     FROM (SELECT (SELECT avg(similarity) FROM text_sims) AS mean,
+                 (SELECT CASE WHEN count(*) > 1 AND max(score) > 0
+                              THEN (max(score) - max(min(score), 0.0)) / max(score) END
+                  FROM vec_ranked WHERE rank <= 2) AS vec_gap,
                  (SELECT max(score) FROM vec_ranked WHERE score > 0) AS best,
                  (SELECT CASE WHEN count(*) > 1 THEN (max(score) - min(score)) / max(score)
                               ELSE 1.0 END
@@ -476,13 +488,14 @@ scored AS MATERIALIZED (
                END) * boost AS evidence
     FROM (
         SELECT f.*, d.doc_type, coalesce(d.updated, d.created) AS dated, d.updated,
-               t.text_weight,
+               t.text_weight, t.vec_gap,
                max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
                    coalesce(s.similarity, -1.0)) AS similarity,
                coalesce(:w_fm * t.text_weight * f.fm_weight / (:k_rrf + f.fm_rank), 0.0)
                    AS rrf_fm,
                coalesce(:w_fts * t.text_weight / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
-               coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
+               coalesce(:w_vec * CASE WHEN f.vec_rank = 1 THEN 1.0 + :vec_standout * t.vec_gap
+                                      ELSE 1.0 END / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
                coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
                coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
                coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
@@ -559,7 +572,7 @@ SELECT s.doc_id, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
-       s.boost, s.recency, s.text_weight,
+       s.boost, s.recency, s.text_weight, s.vec_gap,
        f.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question
