@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
 from typing import Any
 
 RETRIEVERS = ("fm", "fts", "vec")
@@ -25,13 +26,16 @@ def rrf_reference(rank_lists: dict[str, dict[int, int]], weights: dict[str, floa
     return scores
 
 
-def vector_gap(similarities: list[float]) -> float:
-    """The vector list's standout: (s1 - max(s2, 0)) / s1 of its two best
-    similarities; 0 with fewer than two or s1 <= 0."""
-    best = sorted(similarities, reverse=True)[:2]
-    if len(best) < 2 or best[0] <= 0:
+def vector_gap(similarities: Sequence[float], others: Sequence[float] = ()) -> float:
+    """The vector list's standout: (s1 - max(s2, 0)) / s1, s1 its best
+    similarity, s2 the best of the rest of the list and of ``others`` (other
+    documents' best question similarities); 0 if s2 >= s1, with no s2 or
+    s1 <= 0."""
+    ranked = sorted(similarities, reverse=True)
+    rest = ranked[1:2] + list(others)
+    if not ranked or not rest or ranked[0] <= 0:
         return 0.0
-    return (best[0] - max(best[1], 0.0)) / best[0]
+    return max(ranked[0] - max(max(rest), 0.0), 0.0) / ranked[0]
 
 
 def vec_rank_weight(rank: int | None, gap: float, standout: float) -> float:
