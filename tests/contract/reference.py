@@ -27,15 +27,16 @@ def rrf_reference(rank_lists: dict[str, dict[int, int]], weights: dict[str, floa
 
 
 def vector_gap(similarities: Sequence[float], others: Sequence[float] = ()) -> float:
-    """The vector list's standout: (s1 - max(s2, 0)) / s1, s1 its best
-    similarity, s2 the best of the rest of the list and of ``others`` (other
-    documents' best question similarities); 0 if s2 >= s1, with no s2 or
-    s1 <= 0."""
+    """The vector list's standout: (s1 - s2) / (1 - s2), s1 its best
+    similarity, s2 = max(0, the best of the rest of the list and of
+    ``others``, other documents' best question similarities); 0 if s2 >= s1,
+    with no s2 or s1 <= 0."""
     ranked = sorted(similarities, reverse=True)
     rest = ranked[1:2] + list(others)
     if not ranked or not rest or ranked[0] <= 0:
         return 0.0
-    return max(ranked[0] - max(max(rest), 0.0), 0.0) / ranked[0]
+    second = max(max(rest), 0.0)
+    return max(ranked[0] - second, 0.0) / (1.0 - second) if second < 1 else 0.0
 
 
 def vec_rank_weight(rank: int | None, gap: float, standout: float) -> float:

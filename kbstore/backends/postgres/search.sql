@@ -363,8 +363,8 @@ fused AS (
 -- of the agreement_top best fts hits (best document or chunk vector) / the
 -- vec list's best similarity, but never less than (s1 - s2) / s1 of the top
 -- two fts scores. agreement_ratio 0, no query vector or no fts hit: 1.
--- vec_gap: the vector rank 1's standout, (s1 - s2) / s1, s2 the best
--- similarity of any other document (vec rank 2 or another document's best
+-- vec_gap: the vector rank 1's standout, (s1 - s2) / (1 - s2), s2 (at
+-- least 0) the best similarity of any other document (vec rank 2 or another document's best
 -- HyPE question; 0 when s2 >= s1, with no other hit or s1 <= 0); its RRF
 -- term weighs 1 + vec_standout x vec_gap (RRF only).
 text_sims AS (
@@ -384,8 +384,8 @@ text_agreement AS MATERIALIZED (
                               a.standout) END AS text_weight,
            coalesce(a.vec_gap, 0.0)::float8 AS vec_gap
     FROM (SELECT (SELECT avg(similarity) FROM text_sims) AS mean,
-                 (SELECT CASE WHEN v.s1 > 0 AND v.s2 IS NOT NULL
-                              THEN greatest(v.s1 - greatest(v.s2, 0.0), 0.0) / v.s1 END
+                 (SELECT CASE WHEN v.s1 > 0 AND v.s2 IS NOT NULL AND v.s2 < 1
+                              THEN greatest(v.s1 - greatest(v.s2, 0.0), 0.0) / (1.0 - greatest(v.s2, 0.0)) END
                   FROM (SELECT (SELECT score FROM vec_ranked WHERE rank = 1) AS s1,
                                (SELECT max(s) FROM (
                                     SELECT score AS s FROM vec_ranked WHERE rank = 2

@@ -437,11 +437,14 @@ fused AS (
 -- error code: its rare words put one hit far ahead although no vector is
 -- near it). :agreement_ratio 0, no query vector or no fts hit: weight 1.
 -- Its vector-side counterpart, the standout of the vector list's rank 1:
--- vec_gap = (s1 - s2) / s1, s1 its similarity, s2 the best similarity of
--- any other document: the vec list's rank 2 or another document's best
--- HyPE question (0..1; 0 when s2 >= s1, with no other vector hit or s1 <=
--- 0): a question of another document as close to the query means the
--- vector evidence does not single this one out. The vector rank 1's RRF
+-- vec_gap = (s1 - s2) / (1 - s2), s1 its similarity, s2 (at least 0) the
+-- best similarity of any other document: the vec list's rank 2 or another
+-- document's best HyPE question (0..1; 0 when s2 >= s1, with no other
+-- vector hit or s1 <= 0): the share of the room above the next document
+-- that the rank 1 takes, so a faint best match among near-zero ones (0.08
+-- against 0) counts little; a question of another document as close to
+-- the query means the vector evidence does not single this one out. The
+-- vector rank 1's RRF
 -- term is multiplied by 1 + :vec_standout x vec_gap: a document whose
 -- cosine stands clearly above every other one (a paraphrase sharing no word
 -- with the query: 0.42 against 0.31 next) is not outvoted by hits ranked
@@ -466,8 +469,8 @@ text_agreement AS MATERIALIZED (
            END AS text_weight,
            coalesce(a.vec_gap, 0.0) AS vec_gap
     FROM (SELECT (SELECT avg(similarity) FROM text_sims) AS mean,
-                 (SELECT CASE WHEN v.s1 > 0 AND v.s2 IS NOT NULL
-                              THEN max(v.s1 - max(v.s2, 0.0), 0.0) / v.s1 END
+                 (SELECT CASE WHEN v.s1 > 0 AND v.s2 IS NOT NULL AND v.s2 < 1
+                              THEN max(v.s1 - max(v.s2, 0.0), 0.0) / (1.0 - max(v.s2, 0.0)) END
                   FROM (SELECT (SELECT score FROM vec_ranked WHERE rank = 1) AS s1,
                                (SELECT max(s) FROM (
                                     SELECT score AS s FROM vec_ranked WHERE rank = 2
