@@ -23,8 +23,9 @@ PARAPHRASES = {
     # alone (rank 1, cosine 0.42 vs 0.31 next); every full-text hit matches
     # one or two stray query words ('city', 'live', 'clock'), and a journal
     # at fts 2 / vector 2 outscored it (rank 11 under plain RRF, 7 with the
-    # agreement weight). The vector rank 1's standout (vec_standout 3: its
-    # RRF term x 1 + 3 x (0.42 - 0.31) / 0.42) puts it first; rank 7 without.
+    # agreement weight). The vector rank 1's standout (vec_standout 4: its
+    # RRF term x 1 + 4 x (0.42 - 0.31) / (1 - 0.31)) puts it first; rank 7
+    # without.
     "what city does my boss live in and which clock offset": (
         "user/profile-lena-hartmann.md", 1),
     "background coroutine crashed quietly and I had no idea": (
@@ -80,7 +81,7 @@ def test_vector_standout_is_what_ranks_the_profile_first(minilm_store: Knowledge
     expected, _ = PARAPHRASES[query]
     on = minilm_store.search(query, limit=10, explain=True)
     off = minilm_store.search(query, limit=10, explain=True, vec_standout=0.0)
-    assert on[0].path == expected and on[0].explain["vector_gap"] > 0.2
+    assert on[0].path == expected and on[0].explain["vector_gap"] > 0.1
     assert expected in [h.path for h in off] and off[0].path != expected
     assert off[0].explain["ranks"]["fts"] and off[0].explain["ranks"]["vector"]
 

@@ -194,9 +194,9 @@ def test_rrf_fusion_document_found_by_more_retrievers_wins(kb):
         assert hit.score == pytest.approx(rrf(hit, standout=0.0))
     assert sorted(hits, key=lambda p: -hits[p].score)[:2] == ["domains/kitchen-notes.md",
                                                               "domains/bread-log.md"]
-    # The shipped default: 'mentions' is rank 1 in FTS and by vector, its
-    # cosine far above the next (the fake embedder: 0.77 vs 0.35), and the
-    # vector standout puts it first; both stay the top two.
+    # The shipped default adds the vector standout ('mentions' is rank 1 in
+    # FTS and by vector, cosine 0.77 vs 0.35 with the fake embedder): the
+    # scores follow the explained ranks, both stay the top two.
     default = explained(kb, "sourdough")
     for hit in default.values():
         assert hit.score == pytest.approx(rrf(hit))

@@ -1,7 +1,8 @@
 """The vector list's rank 1 standout (``vec_standout``): when the best
-vector hit's similarity stands clearly above the second's, its RRF term
-weighs 1 + vec_standout x (s1 - s2) / s1, so a paraphrase found by its vector
-alone is not outvoted by a hit ranked second in both lists on a stray word."""
+vector hit's similarity stands clearly above every other document's, its RRF
+term weighs 1 + vec_standout x (s1 - s2) / (1 - s2), so a paraphrase found by
+its vector alone is not outvoted by a hit ranked second in both lists on a
+stray word."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def _search(store: KnowledgeStore, **settings: object) -> list:  # type: ignore[
 def test_a_standout_vector_rank_1_outranks_a_hit_second_in_both_lists(
         store: KnowledgeStore) -> None:
     off = _search(store, vec_standout=0.0)
-    on = _search(store, vec_standout=3.0)
+    on = _search(store, vec_standout=4.0)
     profile = next(h for h in on if h.path == PROFILE[0])
     assert profile.explain["ranks"]["vector"] == 1 and profile.explain["ranks"]["fts"] is None
     cosines = [h.explain["raw"]["cosine"] for h in on if h.explain["ranks"]["vector"]]
@@ -47,7 +48,7 @@ def test_a_standout_vector_rank_1_outranks_a_hit_second_in_both_lists(
     assert 0.1 < gap < 1.0
     assert [h.explain["vector_gap"] for h in on] == pytest.approx([gap] * len(on), rel=1e-6)
     k = 20.0  # the default k_rrf
-    assert profile.explain["rrf"]["vector"] == pytest.approx((1 + 3.0 * gap) / (k + 1))
+    assert profile.explain["rrf"]["vector"] == pytest.approx((1 + 4.0 * gap) / (k + 1))
     for hit in on:  # only the vector rank 1's term changes
         before = next(h for h in off if h.path == hit.path)
         if hit.path != PROFILE[0]:
@@ -61,7 +62,7 @@ def test_a_standout_vector_rank_1_outranks_a_hit_second_in_both_lists(
 def test_near_tied_vectors_keep_plain_rrf(store: KnowledgeStore) -> None:
     # a second copy of the profile: ranks 1 and 2 tie, the gap is 0
     store.upsert("people/profile-copy.md", title=PROFILE[1], body=PROFILE[2])
-    hits = _search(store, vec_standout=3.0)
+    hits = _search(store, vec_standout=4.0)
     assert [h.explain["vector_gap"] for h in hits] == pytest.approx([0.0] * len(hits), abs=1e-6)
     first = next(h for h in hits if h.explain["ranks"]["vector"] == 1)
     assert first.explain["rrf"]["vector"] == pytest.approx(1 / 21, rel=1e-5)
@@ -70,7 +71,7 @@ def test_near_tied_vectors_keep_plain_rrf(store: KnowledgeStore) -> None:
 def test_convex_fusion_ignores_the_standout(store: KnowledgeStore) -> None:
     # convex fusion reads the similarities themselves: the standout is RRF's
     off = _search(store, fusion="convex", vec_standout=0.0)
-    on = _search(store, fusion="convex", vec_standout=3.0)
+    on = _search(store, fusion="convex", vec_standout=4.0)
     assert [(h.path, h.score) for h in on] == [(h.path, pytest.approx(h.score)) for h in off]
     assert on[0].explain["vector_gap"] > 0.1
 

@@ -422,6 +422,10 @@ scored AS (
                     * CASE WHEN f.vec_rank = 1 THEN 1.0 + (:'vec_standout')::float8 * t.vec_gap
                            ELSE 1.0 END
                     / ((:'k_rrf')::float8 + f.vec_rank), 0.0) AS rrf_vec,
+           CASE WHEN f.vec_rank = 1
+                THEN (:'w_vec')::float8 * (:'vec_standout')::float8 * t.vec_gap
+                     / ((:'k_rrf')::float8 + 1.0)
+                ELSE 0.0 END AS standout_bonus,
            coalesce((:'w_hype')::float8 / ((:'k_rrf')::float8 + f.hype_rank), 0.0) AS rrf_hype,
            coalesce((:'w_hype_fts')::float8 / ((:'k_rrf')::float8 + f.hype_fts_rank), 0.0)
                AS rrf_hype_fts,
@@ -454,6 +458,12 @@ kept AS (
                                     ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts
                                          + rrf_date END)
                         * boost AS evidence,
+                 -- without the vector standout's share: what a "latest"
+                 -- question picks its eligible entries by (latest below)
+                 (CASE :'fusion' WHEN 'convex' THEN convex
+                                 ELSE rrf_fm + rrf_fts + rrf_vec - standout_bonus + rrf_hype
+                                      + rrf_hype_fts + rrf_date END)
+                        * boost AS latest_evidence,
                  max(similarity) OVER () AS best_similarity
           FROM scored) AS all_hits
     WHERE nullif(:'min_similarity', '') IS NULL OR nullif(:'qvec', '') IS NULL
@@ -485,10 +495,11 @@ latest AS (
     -- eligible: dated, among the latest_top best by evidence and close to
     -- the best (recency left out: being new must not make an entry relevant);
     -- journal entries only (an entry's `updated` is its last edit, not an event)
-    SELECT *, CASE WHEN (:'latest')::boolean AND evidence > 0 AND doc_type = 'journal'
+    SELECT *, CASE WHEN (:'latest')::boolean AND latest_evidence > 0 AND doc_type = 'journal'
                         AND coalesce(updated, created) IS NOT NULL
                         AND evidence_rank <= (:'latest_top')::integer
-                        AND evidence >= (:'latest_ratio')::float8 * max(evidence) OVER ()
+                        AND latest_evidence
+                            >= (:'latest_ratio')::float8 * max(latest_evidence) OVER ()
                         -- on topic (no test when no entry scores above 0)
                         AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
                              OR coalesce(topical_score, 0.0)
@@ -497,7 +508,7 @@ latest AS (
                    THEN 1 ELSE 0 END AS in_latest,
            max(relevance) OVER () AS best
     FROM (SELECT k.*, t.score AS topical_score,
-                 row_number() OVER (ORDER BY k.evidence DESC, k.doc_id) AS evidence_rank
+                 row_number() OVER (ORDER BY k.latest_evidence DESC, k.doc_id) AS evidence_rank
           FROM kept AS k LEFT JOIN topical AS t ON t.doc_id = k.doc_id) AS ranked
 ),
 final AS (

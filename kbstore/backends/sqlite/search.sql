@@ -35,7 +35,8 @@
 --            (:half_life_days NULL: off, factor 1)
 -- score = relevance * boost * recency, except for a "latest" question
 -- (:latest = 1: "last time", "most recent", ...): the dated journal hits among
--- the :latest_top best by relevance * boost whose relevance * boost is at least
+-- the :latest_top best by relevance * boost (without the vector rank 1's
+-- standout: it must not make the others ineligible) whose relevance * boost is at least
 -- :latest_ratio x the best and whose BM25 on the question's topical words
 -- (:topical_query) is at least :latest_topical x the best come first, newest
 -- first (by updated, else created); their score is
@@ -498,7 +499,11 @@ floor_similarity AS (
 scored AS MATERIALIZED (
     SELECT *, (CASE :fusion WHEN 'convex' THEN convex
                             ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts + rrf_date
-               END) * boost AS evidence
+               END) * boost AS evidence,
+           (CASE :fusion WHEN 'convex' THEN convex
+                         ELSE rrf_fm + rrf_fts + rrf_vec - standout_bonus + rrf_hype
+                              + rrf_hype_fts + rrf_date
+            END) * boost AS latest_evidence
     FROM (
         SELECT f.*, d.doc_type, coalesce(d.updated, d.created) AS dated, d.updated,
                t.text_weight, t.vec_gap,
@@ -509,6 +514,10 @@ scored AS MATERIALIZED (
                coalesce(:w_fts * t.text_weight / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
                coalesce(:w_vec * CASE WHEN f.vec_rank = 1 THEN 1.0 + :vec_standout * t.vec_gap
                                       ELSE 1.0 END / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
+               -- the standout's share of rrf_vec: left out where a "latest"
+               -- question picks its eligible entries (latest below)
+               CASE WHEN f.vec_rank = 1 THEN :w_vec * :vec_standout * t.vec_gap / (:k_rrf + 1)
+                    ELSE 0.0 END AS standout_bonus,
                coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
                coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
                coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
@@ -532,7 +541,7 @@ scored AS MATERIALIZED (
     )
 ),
 kept AS MATERIALIZED (
-    SELECT doc_id, doc_type, dated, evidence, evidence * recency AS relevance
+    SELECT doc_id, doc_type, dated, evidence, latest_evidence, evidence * recency AS relevance
     FROM scored
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
@@ -560,12 +569,12 @@ latest AS (
     -- (no test when no entry scores above 0 on the topical words).
     SELECT doc_id, row_number() OVER (ORDER BY dated DESC, doc_id) AS latest_rank,
            count(*) OVER () AS n_latest
-    FROM (SELECT doc_id, doc_type, dated, evidence FROM kept
+    FROM (SELECT doc_id, doc_type, dated, latest_evidence AS evidence FROM kept
           WHERE :latest
-          ORDER BY evidence DESC, doc_id
+          ORDER BY latest_evidence DESC, doc_id
           LIMIT (SELECT :latest_top)) AS k
     WHERE evidence > 0 AND dated IS NOT NULL AND doc_type = 'journal'
-      AND evidence >= :latest_ratio * (SELECT max(evidence) FROM kept)
+      AND evidence >= :latest_ratio * (SELECT max(latest_evidence) FROM kept)
       AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
            OR coalesce((SELECT score FROM topical AS t WHERE t.doc_id = k.doc_id), 0.0)
               >= :latest_topical * (SELECT max(score) FROM topical))
