@@ -110,7 +110,11 @@ FLOOR_METHODS: dict[str, dict[str, Any]] = {
 AGREEMENT_METHODS: dict[str, dict[str, Any]] = {
     "hybrid default, text agreement weight off (agreement_ratio=0)": {"agreement_ratio": 0.0},
 }
-EXTRA_METHODS = {**FLOOR_METHODS, **AGREEMENT_METHODS}
+# the vector rank 1's standout (search.sql vec_gap) off
+STANDOUT_METHODS: dict[str, dict[str, Any]] = {
+    "hybrid default, vector standout off (vec_standout=0)": {"vec_standout": 0.0},
+}
+EXTRA_METHODS = {**FLOOR_METHODS, **AGREEMENT_METHODS, **STANDOUT_METHODS}
 
 
 def add_floor_rows(args: argparse.Namespace, names: list[str]) -> int:

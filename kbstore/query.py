@@ -94,6 +94,18 @@ DEFAULTS: dict[str, Any] = {
     # share only stray words); never below 0.7 on the test collections, so
     # it changes none of them at 0.6. 0: off.
     "agreement_ratio": 0.6, "agreement_top": 3,
+    # The vector list's rank 1 weighs 1 + vec_standout x its gap to the best
+    # similarity s2 of any other document, (s1 - s2) / (1 - s2) (search.sql
+    # vec_gap): a paraphrase found by its vector alone, far above the next,
+    # is not outvoted by hits ranked ~2nd in both lists on stray words.
+    # Chosen on the dev splits of benchmarks/agent_memory (nDCG@10 at 0 / 3 /
+    # 4 / 5: longdocs 0.886 / 0.910 / 0.910 / 0.902, sessions 0.765 / 0.770 /
+    # 0.764 / 0.761 (latest@1 15 / 16 / 15 / 14 of 19), picobot_kb 0.845 /
+    # 0.848 / 0.847 / 0.847) and Cranfield (0.424 / 0.425 / 0.426 / 0.426);
+    # 4: the smallest that ranks the MiniLM paraphrase of
+    # tests/contract/test_integration_minilm.py first (3: second). See
+    # benchmarks/results/quality_standout_check.md. 0: off.
+    "vec_standout": 4.0,
 }
 # Values the first release stored in every database's 'fusion' defaults for
 # settings whose meaning or default has changed since (recency became a
@@ -114,7 +126,7 @@ VEC_K_KEYS = tuple(VEC_K_AUTO)
 NULLABLE = frozenset({"half_life_days", "min_similarity", "latest", *VEC_K_KEYS})
 _POSITIVE = ("k_rrf", "boost_skill", "boost_journal", "boost_entry")
 _WEIGHTS = ("w_fm", "w_fm_title", "w_fts", "w_vec", "w_hype", "w_hype_fts", "w_date",
-            "w_title", "w_tags", "w_body")
+            "w_title", "w_tags", "w_body", "vec_standout")
 _SHARES = ("recency_weight", "latest_ratio", "latest_topical", "agreement_ratio")  # numbers in 0..1
 _COUNTS = ("fm_limit", "fts_limit", "vec_limit", "date_limit", "latest_top", "agreement_top")
 _SMALL_COUNTS = {"hype_top": 31}  # at most the questions a document can have

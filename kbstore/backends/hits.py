@@ -60,6 +60,9 @@ def explain_row(row: dict[str, Any]) -> dict[str, Any]:
         "convex": _num(row["convex"]),
         # the text lists' (fts, fm) query-adaptive weight: text-vector agreement
         "text_weight": _num(row["text_weight"]),
+        # the vector rank 1's relative cosine gap to rank 2 (its RRF term x
+        # 1 + vec_standout x this gap)
+        "vector_gap": _num(row["vec_gap"]),
         "relevance": _num(row["relevance"]),
         "boost": _num(row["boost"]),
         "recency": _num(row["recency"]),

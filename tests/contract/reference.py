@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
 from typing import Any
 
 RETRIEVERS = ("fm", "fts", "vec")
@@ -23,6 +24,24 @@ def rrf_reference(rank_lists: dict[str, dict[int, int]], weights: dict[str, floa
         for doc, rank in ranks.items():
             scores[doc] = scores.get(doc, 0.0) + weights[name] / (k + rank)
     return scores
+
+
+def vector_gap(similarities: Sequence[float], others: Sequence[float] = ()) -> float:
+    """The vector list's standout: (s1 - s2) / (1 - s2), s1 its best
+    similarity, s2 = max(0, the best of the rest of the list and of
+    ``others``, other documents' best question similarities); 0 if s2 >= s1,
+    with no s2 or s1 <= 0."""
+    ranked = sorted(similarities, reverse=True)
+    rest = ranked[1:2] + list(others)
+    if not ranked or not rest or ranked[0] <= 0:
+        return 0.0
+    second = max(max(rest), 0.0)
+    return max(ranked[0] - second, 0.0) / (1.0 - second) if second < 1 else 0.0
+
+
+def vec_rank_weight(rank: int | None, gap: float, standout: float) -> float:
+    """The factor on a vector-list hit's RRF weight: 1 + standout x gap at rank 1."""
+    return 1.0 + standout * gap if rank == 1 else 1.0
 
 
 def convex_reference(score_lists: dict[str, dict[int, float]],

@@ -22,6 +22,8 @@ from .reference import (
     boost_for,
     decay_for,
     rrf_reference,
+    vec_rank_weight,
+    vector_gap,
 )
 
 NOW = "2026-06-30T12:00:00+00:00"
@@ -70,6 +72,7 @@ def test_search_scores_equal_reference_from_explained_ranks(backend, docs, query
         got = sorted(h.explain["ranks"][EXPLAIN_NAMES[name]] for h in hits
                      if h.explain["ranks"][EXPLAIN_NAMES[name]] is not None)
         assert got == list(range(1, len(got) + 1))
+    cosines = [h.explain["raw"]["cosine"] for h in hits if h.explain["ranks"]["vector"]]
     for hit in hits:
         if topic is not None:
             assert hit.topic == topic
@@ -82,8 +85,13 @@ def test_search_scores_equal_reference_from_explained_ranks(backend, docs, query
         # the text lists' query-adaptive weight (text-vector agreement), one per query
         text = hit.explain["text_weight"]
         assert 0.0 <= text <= 1.0 and text == hits[0].explain["text_weight"]
+        # the vector rank 1 weighs 1 + vec_standout x its cosine gap to rank 2
+        gap = hit.explain["vector_gap"]
+        assert gap == pytest.approx(vector_gap(cosines), rel=1e-6, abs=1e-12)
         hit_weights = {**weights, "fm": weights["fm"] * fm_factor * text,
-                       "fts": weights["fts"] * text}
+                       "fts": weights["fts"] * text,
+                       "vec": weights["vec"] * vec_rank_weight(ranks["vector"], gap,
+                                                               params["vec_standout"])}
         base = rrf_reference({n: ({0: ranks[EXPLAIN_NAMES[n]]} if ranks[EXPLAIN_NAMES[n]]
                                   else {}) for n in LIST_WEIGHTS}, hit_weights, k).get(0, 0.0)
         boost = boost_for(hit.doc_type, params)

@@ -204,6 +204,9 @@ def test_intent_query_finds_document_only_through_hype(location: str, backend,
     assert e["ranks"]["hype"] == 1
     assert e["ranks"]["fts"] is None and e["ranks"]["frontmatter"] is None
     assert e["matched_question"] == "How do I recover from a failed deploy?"
+    # the vector rank 1 (another document) does not stand out: this
+    # document's question is closer to the query (search.sql vec_gap)
+    assert e["ranks"]["vector"] != 1 and e["vector_gap"] == 0.0
     assert hits[0].path == TARGET
 
 

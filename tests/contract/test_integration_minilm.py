@@ -19,22 +19,15 @@ pytestmark = pytest.mark.integration
 PARAPHRASES = {
     # rank 3 before the text lists' agreement weight (agreement_ratio), 1 with it
     "how often should I feed my bread culture": ("domains/sourdough-starter-care.md", 1),
-    # A known limit of rank fusion: the original (xfail) assertion was rank 1.
     # The profile shares no word with the query and is found by its vector
     # alone (rank 1, cosine 0.42 vs 0.31 next); every full-text hit matches
-    # one or two query words ('city', 'live', 'clock'), yet a document ranked
-    # within ~20 by both lists outscores a rank 1 in one. Rank 11 under plain
-    # RRF; 7 with the agreement weight (the text hits' vectors are far from
-    # the query: mean cosine of the top three 0.19 against 0.42, so the text
-    # lists weigh 0.58). Rank 1 would need the text lists at < 0.05 (the
-    # journal at fts 2 / vector 2 outscores a vector rank 1 alone at any
-    # larger weight) -- what only near vector-only fusion gives, which loses
-    # on every other set. Convex fusion 0.3/0.7 gives rank 2; requiring two
-    # matched query words in the full-text list gives rank 2 but costs the
-    # picobot_kb set 0.016 nDCG@10 (paraphrase -0.07). Kept visible with the
-    # bound it meets today instead of an expected failure.
+    # one or two stray query words ('city', 'live', 'clock'), and a journal
+    # at fts 2 / vector 2 outscored it (rank 11 under plain RRF, 7 with the
+    # agreement weight). The vector rank 1's standout (vec_standout 4: its
+    # RRF term x 1 + 4 x (0.42 - 0.31) / (1 - 0.31)) puts it first; rank 7
+    # without.
     "what city does my boss live in and which clock offset": (
-        "user/profile-lena-hartmann.md", 7),
+        "user/profile-lena-hartmann.md", 1),
     "background coroutine crashed quietly and I had no idea": (
         "domains/python-asyncio-error-handling.md", 3),
 }
@@ -81,6 +74,16 @@ def test_hybrid_search_finds_paraphrase(minilm_store: KnowledgeStore, query: str
     hits = minilm_store.search(query, limit=max(10, top_n), explain=True)
     top = [h.path for h in hits[:top_n]]
     assert expected in top, [(h.path, h.explain["ranks"]) for h in hits[:5]]
+
+
+def test_vector_standout_is_what_ranks_the_profile_first(minilm_store: KnowledgeStore) -> None:
+    query = "what city does my boss live in and which clock offset"
+    expected, _ = PARAPHRASES[query]
+    on = minilm_store.search(query, limit=10, explain=True)
+    off = minilm_store.search(query, limit=10, explain=True, vec_standout=0.0)
+    assert on[0].path == expected and on[0].explain["vector_gap"] > 0.1
+    assert expected in [h.path for h in off] and off[0].path != expected
+    assert off[0].explain["ranks"]["fts"] and off[0].explain["ranks"]["vector"]
 
 
 def test_reimport_with_real_model_embeds_only_the_edit(minilm_store: KnowledgeStore) -> None:

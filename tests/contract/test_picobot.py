@@ -26,6 +26,7 @@ from kbstore.picobot import KnowledgeBase
 from kbstore.query import DEFAULTS
 
 from .public import questions_of
+from .reference import vec_rank_weight
 
 K_RRF = DEFAULTS["k_rrf"]
 _RESULT = re.compile(r"^\d+\. .*\(([^()]+)\)$")
@@ -47,9 +48,13 @@ def explained(kb: KnowledgeBase, query: str, **kw):
 WEIGHTS = {"frontmatter": DEFAULTS["w_fm"], "fts": DEFAULTS["w_fts"], "vector": DEFAULTS["w_vec"]}
 
 
-def rrf(hit) -> float:
+def rrf(hit, standout: float = DEFAULTS["vec_standout"]) -> float:
     fm_factor = hit.explain["frontmatter_weight"] or 1.0  # w_fm_title for title-only matches
-    return sum(WEIGHTS[name] * (fm_factor if name == "frontmatter" else 1.0) / (K_RRF + r)
+    # the vector rank 1 weighs 1 + vec_standout x its gap (test_vector_standout.py)
+    vec_factor = vec_rank_weight(hit.explain["ranks"]["vector"], hit.explain["vector_gap"],
+                                 standout)
+    factor = {"frontmatter": fm_factor, "vector": vec_factor}
+    return sum(WEIGHTS[name] * factor.get(name, 1.0) / (K_RRF + r)
                for name, r in hit.explain["ranks"].items() if r is not None)
 
 
@@ -179,15 +184,24 @@ def test_rrf_fusion_document_found_by_more_retrievers_wins(kb):
     kb.store("domains", "Kitchen notes", "Feed it flour and water daily.", tags=["sourdough"])
     kb.store("domains", "Bread log", "sourdough loaf, sourdough crumb, sourdough crust")
     kb.store("domains", "Garden notes", "Tomatoes need sun and water.")
-    hits = explained(kb, "sourdough")
+    # Plain RRF (the vector standout off): the seed's rule.
+    hits = explained(kb, "sourdough", vec_standout=0.0)
     tagged, mentions = hits["domains/kitchen-notes.md"], hits["domains/bread-log.md"]
     assert tagged.explain["ranks"]["frontmatter"] == 1
     assert mentions.explain["ranks"]["frontmatter"] is None
     assert mentions.explain["ranks"]["vector"] < tagged.explain["ranks"]["vector"]
     for hit in hits.values():  # entries: no boost, no decay -> score is plain RRF
+        assert hit.score == pytest.approx(rrf(hit, standout=0.0))
+    assert sorted(hits, key=lambda p: -hits[p].score)[:2] == ["domains/kitchen-notes.md",
+                                                              "domains/bread-log.md"]
+    # The shipped default adds the vector standout ('mentions' is rank 1 in
+    # FTS and by vector, cosine 0.77 vs 0.35 with the fake embedder): the
+    # scores follow the explained ranks, both stay the top two.
+    default = explained(kb, "sourdough")
+    for hit in default.values():
         assert hit.score == pytest.approx(rrf(hit))
-    assert paths(kb.search("sourdough"))[:2] == ["domains/kitchen-notes.md",
-                                                "domains/bread-log.md"]
+    assert set(paths(kb.search("sourdough"))[:2]) == {"domains/kitchen-notes.md",
+                                                      "domains/bread-log.md"}
 
 
 def test_search_hybrid_term_only_in_body(kb):

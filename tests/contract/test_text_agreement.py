@@ -42,8 +42,10 @@ def expected_weight(hits, ratio: float, top: int = 3) -> float:  # type: ignore[
 
 
 def test_far_text_hits_weigh_less_and_a_vector_match_rises(store: KnowledgeStore) -> None:
-    off = store.search(QUERY, limit=10, explain=True, agreement_ratio=0.0)
-    on = store.search(QUERY, limit=10, explain=True, agreement_ratio=0.9)
+    # the vector rank 1's standout off (tests/contract/test_vector_standout.py):
+    # it alone already puts the profile first here
+    off = store.search(QUERY, limit=10, explain=True, agreement_ratio=0.0, vec_standout=0.0)
+    on = store.search(QUERY, limit=10, explain=True, agreement_ratio=0.9, vec_standout=0.0)
     assert {h.explain["text_weight"] for h in off} == {1.0}
     weight = on[0].explain["text_weight"]
     assert weight == pytest.approx(expected_weight(on, 0.9), rel=1e-6)

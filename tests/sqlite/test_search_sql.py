@@ -27,6 +27,8 @@ from ..contract.reference import (
     convex_reference,
     decay_for,
     rrf_reference,
+    vec_rank_weight,
+    vector_gap,
 )
 from .util import SLOTS, connect_file, raw
 
@@ -91,10 +93,10 @@ def _random_lists(rng: random.Random, ids: list[int]) -> dict[str, list[tuple[in
 @given(seed=st.integers(0, 2**32 - 1),
        k=st.floats(1, 200), w=st.tuples(*[st.floats(0, 3)] * 3),
        boosts=st.tuples(*[st.floats(0.1, 2)] * 3), half_life=st.floats(1, 365),
-       fusion=st.sampled_from(["rrf", "convex"]))
+       fusion=st.sampled_from(["rrf", "convex"]), standout=st.floats(0, 5))
 def test_sql_fusion_equals_reference_on_random_rank_lists(
         fusion_store: KnowledgeStore, seed: int, k: float, w: tuple, boosts: tuple,  # type: ignore[type-arg]
-        half_life: float, fusion: str) -> None:
+        half_life: float, fusion: str, standout: float) -> None:
     conn = raw(fusion_store)
     rows = conn.execute("SELECT id, doc_type, updated FROM documents").fetchall()
     meta = {r[0]: (r[1], r[2]) for r in rows}
@@ -110,7 +112,7 @@ def test_sql_fusion_equals_reference_on_random_rank_lists(
               "qvec": bytes(4 * 16),
               # the text lists' adaptive weight reads the documents' vectors
               # (tests/contract/test_text_agreement.py): off for random lists
-              "agreement_ratio": 0.0,
+              "agreement_ratio": 0.0, "vec_standout": standout,
               **{f"{n}_json": json.dumps(lists[n]) for n in RETRIEVERS}}
     cursor = conn.execute(fusion_sql(), params)
     columns = [c[0] for c in cursor.description]
@@ -119,6 +121,11 @@ def test_sql_fusion_equals_reference_on_random_rank_lists(
     if fusion == "rrf":
         base = rrf_reference({n: {d: rank for d, _, rank in lists[n]} for n in RETRIEVERS},
                              weights, k)
+        # the vector rank 1: x (1 + vec_standout x its score gap to rank 2)
+        gap = vector_gap([score for _, score, _ in lists["vec"]])
+        for doc, _, rank in lists["vec"][:1]:
+            extra = vec_rank_weight(rank, gap, params["vec_standout"]) - 1.0
+            base[doc] += weights["vec"] * extra / (k + rank)
     else:
         base = convex_reference({n: {d: s for d, s, _ in lists[n]} for n in RETRIEVERS},
                                 weights)

@@ -363,6 +363,10 @@ fused AS (
 -- of the agreement_top best fts hits (best document or chunk vector) / the
 -- vec list's best similarity, but never less than (s1 - s2) / s1 of the top
 -- two fts scores. agreement_ratio 0, no query vector or no fts hit: 1.
+-- vec_gap: the vector rank 1's standout, (s1 - s2) / (1 - s2), s2 (at
+-- least 0) the best similarity of any other document (vec rank 2 or another document's best
+-- HyPE question; 0 when s2 >= s1, with no other hit or s1 <= 0); its RRF
+-- term weighs 1 + vec_standout x vec_gap (RRF only).
 text_sims AS (
     SELECT f.score AS fts_score,
            coalesce(v.score,
@@ -377,8 +381,20 @@ text_agreement AS MATERIALIZED (
     SELECT CASE WHEN a.mean IS NULL OR a.best IS NULL THEN 1.0::float8
                 ELSE greatest(least(1.0, greatest(0.0, a.mean) / a.best
                                          / (:'agreement_ratio')::float8) ^ 2,
-                              a.standout) END AS text_weight
+                              a.standout) END AS text_weight,
+           coalesce(a.vec_gap, 0.0)::float8 AS vec_gap
     FROM (SELECT (SELECT avg(similarity) FROM text_sims) AS mean,
+                 (SELECT CASE WHEN v.s1 > 0 AND v.s2 IS NOT NULL AND v.s2 < 1
+                              THEN greatest(v.s1 - greatest(v.s2, 0.0), 0.0) / (1.0 - greatest(v.s2, 0.0)) END
+                  FROM (SELECT (SELECT score FROM vec_ranked WHERE rank = 1) AS s1,
+                               (SELECT max(s) FROM (
+                                    SELECT score AS s FROM vec_ranked WHERE rank = 2
+                                    UNION ALL
+                                    SELECT best FROM hype_ranked
+                                    WHERE doc_id IS DISTINCT FROM
+                                          (SELECT doc_id FROM vec_ranked WHERE rank = 1))
+                                    AS o) AS s2) AS v)
+                     AS vec_gap,
                  (SELECT max(score) FROM vec_ranked WHERE score > 0) AS best,
                  (SELECT CASE WHEN count(*) > 1 THEN (max(score) - min(score)) / max(score)
                               ELSE 1.0 END
@@ -395,14 +411,21 @@ floor_similarity AS (
 ),
 scored AS (
     SELECT f.*, d.path, d.title, d.tags, d.topic, d.doc_type, d.created, d.updated, d.body,
-           t.text_weight,
+           t.text_weight, t.vec_gap,
            greatest(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
                     coalesce(s.similarity, -1.0)) AS similarity,
            coalesce((:'w_fm')::float8 * t.text_weight * f.fm_weight
                     / ((:'k_rrf')::float8 + f.fm_rank), 0.0) AS rrf_fm,
            coalesce((:'w_fts')::float8 * t.text_weight / ((:'k_rrf')::float8 + f.fts_rank), 0.0)
                AS rrf_fts,
-           coalesce((:'w_vec')::float8 / ((:'k_rrf')::float8 + f.vec_rank), 0.0) AS rrf_vec,
+           coalesce((:'w_vec')::float8
+                    * CASE WHEN f.vec_rank = 1 THEN 1.0 + (:'vec_standout')::float8 * t.vec_gap
+                           ELSE 1.0 END
+                    / ((:'k_rrf')::float8 + f.vec_rank), 0.0) AS rrf_vec,
+           CASE WHEN f.vec_rank = 1
+                THEN (:'w_vec')::float8 * (:'vec_standout')::float8 * t.vec_gap
+                     / ((:'k_rrf')::float8 + 1.0)
+                ELSE 0.0 END AS standout_bonus,
            coalesce((:'w_hype')::float8 / ((:'k_rrf')::float8 + f.hype_rank), 0.0) AS rrf_hype,
            coalesce((:'w_hype_fts')::float8 / ((:'k_rrf')::float8 + f.hype_fts_rank), 0.0)
                AS rrf_hype_fts,
@@ -435,6 +458,12 @@ kept AS (
                                     ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts
                                          + rrf_date END)
                         * boost AS evidence,
+                 -- without the vector standout's share: what a "latest"
+                 -- question picks its eligible entries by (latest below)
+                 (CASE :'fusion' WHEN 'convex' THEN convex
+                                 ELSE rrf_fm + rrf_fts + rrf_vec - standout_bonus + rrf_hype
+                                      + rrf_hype_fts + rrf_date END)
+                        * boost AS latest_evidence,
                  max(similarity) OVER () AS best_similarity
           FROM scored) AS all_hits
     WHERE nullif(:'min_similarity', '') IS NULL OR nullif(:'qvec', '') IS NULL
@@ -466,10 +495,11 @@ latest AS (
     -- eligible: dated, among the latest_top best by evidence and close to
     -- the best (recency left out: being new must not make an entry relevant);
     -- journal entries only (an entry's `updated` is its last edit, not an event)
-    SELECT *, CASE WHEN (:'latest')::boolean AND evidence > 0 AND doc_type = 'journal'
+    SELECT *, CASE WHEN (:'latest')::boolean AND latest_evidence > 0 AND doc_type = 'journal'
                         AND coalesce(updated, created) IS NOT NULL
                         AND evidence_rank <= (:'latest_top')::integer
-                        AND evidence >= (:'latest_ratio')::float8 * max(evidence) OVER ()
+                        AND latest_evidence
+                            >= (:'latest_ratio')::float8 * max(latest_evidence) OVER ()
                         -- on topic (no test when no entry scores above 0)
                         AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
                              OR coalesce(topical_score, 0.0)
@@ -478,7 +508,7 @@ latest AS (
                    THEN 1 ELSE 0 END AS in_latest,
            max(relevance) OVER () AS best
     FROM (SELECT k.*, t.score AS topical_score,
-                 row_number() OVER (ORDER BY k.evidence DESC, k.doc_id) AS evidence_rank
+                 row_number() OVER (ORDER BY k.latest_evidence DESC, k.doc_id) AS evidence_rank
           FROM kept AS k LEFT JOIN topical AS t ON t.doc_id = k.doc_id) AS ranked
 ),
 final AS (
@@ -498,7 +528,7 @@ SELECT s.doc_id, s.path, s.title, s.tags, s.topic, s.doc_type, s.updated, s.body
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
-       s.boost, s.recency, s.text_weight,
+       s.boost, s.recency, s.text_weight, s.vec_gap,
        s.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question

@@ -35,7 +35,8 @@
 --            (:half_life_days NULL: off, factor 1)
 -- score = relevance * boost * recency, except for a "latest" question
 -- (:latest = 1: "last time", "most recent", ...): the dated journal hits among
--- the :latest_top best by relevance * boost whose relevance * boost is at least
+-- the :latest_top best by relevance * boost (without the vector rank 1's
+-- standout: it must not make the others ineligible) whose relevance * boost is at least
 -- :latest_ratio x the best and whose BM25 on the question's topical words
 -- (:topical_query) is at least :latest_topical x the best come first, newest
 -- first (by updated, else created); their score is
@@ -444,6 +445,20 @@ fused AS (
 -- top fts score stands above the second, (s1 - s2) / s1 (an identifier or
 -- error code: its rare words put one hit far ahead although no vector is
 -- near it). :agreement_ratio 0, no query vector or no fts hit: weight 1.
+-- Its vector-side counterpart, the standout of the vector list's rank 1:
+-- vec_gap = (s1 - s2) / (1 - s2), s1 its similarity, s2 (at least 0) the
+-- best similarity of any other document: the vec list's rank 2 or another
+-- document's best HyPE question (0..1; 0 when s2 >= s1, with no other
+-- vector hit or s1 <= 0): the share of the room above the next document
+-- that the rank 1 takes, so a faint best match among near-zero ones (0.08
+-- against 0) counts little; a question of another document as close to
+-- the query means the vector evidence does not single this one out. The
+-- vector rank 1's RRF
+-- term is multiplied by 1 + :vec_standout x vec_gap: a document whose
+-- cosine stands clearly above every other one (a paraphrase sharing no word
+-- with the query: 0.42 against 0.31 next) is not outvoted by hits ranked
+-- ~2nd in both lists on stray words; among near-ties (gap ~0) RRF is
+-- unchanged. RRF only ('convex' reads the scores themselves).
 text_sims AS (
     SELECT f.score AS fts_score,
            coalesce(v.score,
@@ -460,8 +475,19 @@ text_agreement AS MATERIALIZED (
     SELECT CASE WHEN a.mean IS NULL OR a.best IS NULL THEN 1.0
                 ELSE max(min(1.0, max(0.0, a.mean) / a.best / :agreement_ratio)
                          * min(1.0, max(0.0, a.mean) / a.best / :agreement_ratio), a.standout)
-           END AS text_weight
+           END AS text_weight,
+           coalesce(a.vec_gap, 0.0) AS vec_gap
     FROM (SELECT (SELECT avg(similarity) FROM text_sims) AS mean,
+                 (SELECT CASE WHEN v.s1 > 0 AND v.s2 IS NOT NULL AND v.s2 < 1
+                              THEN max(v.s1 - max(v.s2, 0.0), 0.0) / (1.0 - max(v.s2, 0.0)) END
+                  FROM (SELECT (SELECT score FROM vec_ranked WHERE rank = 1) AS s1,
+                               (SELECT max(s) FROM (
+                                    SELECT score AS s FROM vec_ranked WHERE rank = 2
+                                    UNION ALL
+                                    SELECT best FROM hype_ranked
+                                    WHERE doc_id IS NOT (SELECT doc_id FROM vec_ranked
+                                                         WHERE rank = 1))) AS s2) AS v)
+                     AS vec_gap,
                  (SELECT max(score) FROM vec_ranked WHERE score > 0) AS best,
                  (SELECT CASE WHEN count(*) > 1 THEN (max(score) - min(score)) / max(score)
                               ELSE 1.0 END
@@ -481,16 +507,25 @@ floor_similarity AS (
 scored AS MATERIALIZED (
     SELECT *, (CASE :fusion WHEN 'convex' THEN convex
                             ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts + rrf_date
-               END) * boost AS evidence
+               END) * boost AS evidence,
+           (CASE :fusion WHEN 'convex' THEN convex
+                         ELSE rrf_fm + rrf_fts + rrf_vec - standout_bonus + rrf_hype
+                              + rrf_hype_fts + rrf_date
+            END) * boost AS latest_evidence
     FROM (
         SELECT f.*, d.doc_type, coalesce(d.updated, d.created) AS dated, d.updated,
-               t.text_weight,
+               t.text_weight, t.vec_gap,
                max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
                    coalesce(s.similarity, -1.0)) AS similarity,
                coalesce(:w_fm * t.text_weight * f.fm_weight / (:k_rrf + f.fm_rank), 0.0)
                    AS rrf_fm,
                coalesce(:w_fts * t.text_weight / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
-               coalesce(:w_vec / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
+               coalesce(:w_vec * CASE WHEN f.vec_rank = 1 THEN 1.0 + :vec_standout * t.vec_gap
+                                      ELSE 1.0 END / (:k_rrf + f.vec_rank), 0.0) AS rrf_vec,
+               -- the standout's share of rrf_vec: left out where a "latest"
+               -- question picks its eligible entries (latest below)
+               CASE WHEN f.vec_rank = 1 THEN :w_vec * :vec_standout * t.vec_gap / (:k_rrf + 1)
+                    ELSE 0.0 END AS standout_bonus,
                coalesce(:w_hype / (:k_rrf + f.hype_rank), 0.0) AS rrf_hype,
                coalesce(:w_hype_fts / (:k_rrf + f.hype_fts_rank), 0.0) AS rrf_hype_fts,
                coalesce(:w_date / (:k_rrf + f.date_rank), 0.0) AS rrf_date,
@@ -517,7 +552,7 @@ scored AS MATERIALIZED (
     )
 ),
 kept AS MATERIALIZED (
-    SELECT doc_id, doc_type, dated, evidence, evidence * recency AS relevance
+    SELECT doc_id, doc_type, dated, evidence, latest_evidence, evidence * recency AS relevance
     FROM scored
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
@@ -545,12 +580,12 @@ latest AS (
     -- (no test when no entry scores above 0 on the topical words).
     SELECT doc_id, row_number() OVER (ORDER BY dated DESC, doc_id) AS latest_rank,
            count(*) OVER () AS n_latest
-    FROM (SELECT doc_id, doc_type, dated, evidence FROM kept
+    FROM (SELECT doc_id, doc_type, dated, latest_evidence AS evidence FROM kept
           WHERE :latest
-          ORDER BY evidence DESC, doc_id
+          ORDER BY latest_evidence DESC, doc_id
           LIMIT (SELECT :latest_top)) AS k
     WHERE evidence > 0 AND dated IS NOT NULL AND doc_type = 'journal'
-      AND evidence >= :latest_ratio * (SELECT max(evidence) FROM kept)
+      AND evidence >= :latest_ratio * (SELECT max(latest_evidence) FROM kept)
       AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
            OR coalesce((SELECT score FROM topical AS t WHERE t.doc_id = k.doc_id), 0.0)
               >= :latest_topical * (SELECT max(score) FROM topical))
@@ -570,7 +605,7 @@ SELECT s.doc_id, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
-       s.boost, s.recency, s.text_weight,
+       s.boost, s.recency, s.text_weight, s.vec_gap,
        f.latest_rank,
        s.vec_kind AS matched_kind, c.start_char AS chunk_start, c.end_char AS chunk_end,
        q.question AS matched_question
