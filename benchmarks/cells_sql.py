@@ -46,13 +46,13 @@ from benchmarks.speed_ab import use  # noqa: E402
 CHUNK = 1024  # vec0 chunk size of the cells table (4096 would cost a full chunk per cell)
 
 # search.sql's no-topic sign-bit KNN of each kind, as this tree writes it
-_KNN = """(SELECT vector_id, doc_id FROM vectors
+_KNN = """(SELECT vector_id FROM vectors
           WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
             AND k = CASE WHEN (SELECT {kind} FROM vec_plan) OR :topic IS NOT NULL THEN 0
                          ELSE {k} END
             AND kind = '{kind}'"""
-_CELLS = """(SELECT vector_id, doc_id FROM (
-          SELECT c.vector_id, c.vector_id / 32 AS doc_id
+_CELLS = """(SELECT vector_id FROM (
+          SELECT c.vector_id
           FROM (SELECT cell FROM cells.centroids WHERE kind = '{kind}'
                 ORDER BY vec_distance_cosine(centroid, vec_f32(:qvec))
                 LIMIT {probes}) AS p
