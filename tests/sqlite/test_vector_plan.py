@@ -112,3 +112,29 @@ def test_the_bit_plan_filters_long_topic_names_like_the_exact_plan(tmp_path: Pat
                     assert {path.split("/")[0] for path, _ in bits} == {topic}
     finally:
         store.close()
+
+
+def test_a_store_past_the_bound_takes_more_question_candidates_on_sign_bits(
+        kb: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One question kept (vec_k_hype 1): on sign bits it is the best by exact
+    # cosine among the KNN's candidates, so with every question a candidate
+    # it is the exact plan's; with one candidate it is the sign bits' first.
+    from kbstore.backends.sqlite import search as sqlite_search
+
+    def top_question(plan: str) -> dict[str, list[str]]:
+        out = {}
+        for query in QUERIES:
+            hits = kb.search(query, limit=40, now="2026-01-01", explain=True,
+                             vec_plan=plan, vec_k_hype=1)
+            out[query] = [h.path for h in hits if h.explain["ranks"]["hype"] == 1]
+        return out
+
+    exact = top_question("exact")
+    monkeypatch.setattr(sqlite_search, "HYPE_OVERSAMPLE_ROWS", 10**6)  # below: 1.5 x 1 -> 1
+    below = top_question("bits")
+    monkeypatch.setattr(sqlite_search, "HYPE_OVERSAMPLE_ROWS", 0)      # past: every question
+    monkeypatch.setattr(sqlite_search, "HYPE_OVERSAMPLE_LARGE", 4096.0)
+    past = top_question("bits")
+    assert all(len(v) == 1 for v in exact.values())
+    assert past == exact
+    assert below != exact

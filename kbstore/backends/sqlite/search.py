@@ -54,6 +54,14 @@ FTS_PRUNE_ROWS = 30000
 # deeper KNN WITHOUT the cut ranks more documents by their mean question and
 # loses single-question matches (k = 256: 0.944 at 10k).
 HYPE_OVERSAMPLE = 1.5
+# Above HYPE_OVERSAMPLE_ROWS questions the sign bits rank more of the exact top
+# k further down: with the query vectors pinned (benchmarks.speed), recall@10 at
+# 1.5x was 0.983 at 5k documents (30k questions) but 0.972 at 10k (60k) and
+# 0.977 at 20k (120k); 2.5x gave 0.990 / 0.990 at 10k / 20k for +11% / +29% of
+# the statement's time (2.0x: 0.980 at 10k, on the edge). Counting the questions
+# up to the bound costs ~1.5 ms at 10k.
+HYPE_OVERSAMPLE_ROWS = 40000
+HYPE_OVERSAMPLE_LARGE = 2.5
 
 
 def fts_words(terms: tuple[str, ...]) -> str:
@@ -86,6 +94,7 @@ def compile_params(request: SearchRequest, dim: int) -> dict[str, Any]:
         fts_query=fts_expression(request.fts_terms),
         fts_words=fts_words(request.fts_terms), fts_prune=FTS_PRUNE,
         fts_prune_rows=FTS_PRUNE_ROWS, hype_oversample=HYPE_OVERSAMPLE,
+        hype_oversample_rows=HYPE_OVERSAMPLE_ROWS, hype_oversample_large=HYPE_OVERSAMPLE_LARGE,
         title_query=title_expression(request.title_terms),
         title_words=title_words(request.title_terms),
         # ASCII JSON: lone surrogates escaped

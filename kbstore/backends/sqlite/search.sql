@@ -204,9 +204,13 @@ vec_plan AS MATERIALIZED (
                                        LIMIT :exact_ratio * :vec_k_chunk + 1))
                 <= :exact_ratio * :vec_k_chunk END AS chunk,
            CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
-           ELSE (SELECT count(*) FROM (SELECT 1 FROM hype_questions
-                                       LIMIT :exact_ratio * :vec_k_hype + 1))
-                <= :exact_ratio * :vec_k_hype END AS hype
+           ELSE q.n <= :exact_ratio * :vec_k_hype END AS hype,
+           -- the sign bits' question candidates: more of them in a larger store
+           CASE WHEN q.n > :hype_oversample_rows THEN :hype_oversample_large
+                ELSE :hype_oversample END AS hype_oversample
+    FROM (SELECT count(*) AS n
+          FROM (SELECT 1 FROM hype_questions
+                LIMIT max(:exact_ratio * :vec_k_hype, :hype_oversample_rows) + 1)) AS q
 ),
 -- KNN on sign bits (hamming), one vec0 partition each (k = 0 when that kind
 -- is scanned exactly), then exact cosine for those candidates from the
@@ -278,20 +282,22 @@ vec_chunk AS MATERIALIZED (
         LIMIT (SELECT :vec_k_chunk))
 ),
 vec_hype AS MATERIALIZED (
-    -- bits: :hype_oversample x k candidates, the best k of them by exact
+    -- bits: hype_oversample x k candidates (vec_plan), the best k of them by exact
     -- cosine (the sign bits rank many of the exact top k just below k)
     SELECT * FROM (
         SELECT c.vector_id, v.doc_id
         FROM (SELECT vector_id FROM vectors
               WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
                 AND k = CASE WHEN (SELECT hype FROM vec_plan) OR :topic IS NOT NULL THEN 0
-                             ELSE CAST(min(4096, :vec_k_hype * :hype_oversample) AS INTEGER) END
+                             ELSE CAST(min(4096, :vec_k_hype * (SELECT hype_oversample FROM vec_plan))
+                                      AS INTEGER) END
                 AND kind = 'hype'
               UNION ALL
               SELECT vector_id FROM vectors
               WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
                 AND k = CASE WHEN (SELECT hype FROM vec_plan) OR :topic IS NULL THEN 0
-                             ELSE CAST(min(4096, :vec_k_hype * :hype_oversample) AS INTEGER) END
+                             ELSE CAST(min(4096, :vec_k_hype * (SELECT hype_oversample FROM vec_plan))
+                                      AS INTEGER) END
                 AND kind = 'hype' AND topic = :topic
              ) AS c
         JOIN vector_data AS v ON v.vector_id = c.vector_id
