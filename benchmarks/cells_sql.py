@@ -41,7 +41,7 @@ from benchmarks.latency import NOW, query_texts  # noqa: E402
 from benchmarks.latency_data import CACHE, DATASETS, load_docs, paths_for  # noqa: E402
 from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
 from benchmarks.speed import real_queries, recall_at_10  # noqa: E402
-from benchmarks.speed_ab import use  # noqa: E402
+from benchmarks.speed_ab import interleave, use  # noqa: E402
 
 CHUNK = 1024  # vec0 chunk size of the cells table (4096 would cost a full chunk per cell)
 
@@ -162,18 +162,8 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
 
     arms = {name: arm(sql) for name, sql in statements.items()}
     arms["seed"] = lambda q, v: index.search(q, v, limit=10, now=NOW)
-    names = list(arms)
     try:
-        for q, v in zip(queries[:3], qvecs[:3], strict=True):  # warm
-            for name in names:
-                arms[name](q, v)
-        times: dict[str, list[float]] = {name: [] for name in names}
-        for i, (q, v) in enumerate(zip(queries[:args.queries], qvecs[:args.queries],
-                                       strict=True)):
-            for name in names[i % len(names):] + names[:i % len(names)]:
-                t = time.perf_counter()
-                arms[name](q, v)
-                times[name].append(time.perf_counter() - t)
+        times = interleave(arms, queries[:args.queries], qvecs[:args.queries])
         k = args.recall_queries
         recall = {}
         for name, sql in statements.items():

@@ -40,6 +40,22 @@ def use(sql: str) -> None:
     latency.search_sql = lambda: sql  # type: ignore[assignment]
 
 
+def interleave(arms: dict[str, Any], queries: list[str], qvecs: Any) -> dict[str, list[float]]:
+    """Every arm on every query, the arms' order rotated query by query (after
+    three warm-up queries each): seconds per query, per arm."""
+    names = list(arms)
+    for q, v in zip(queries[:3], qvecs[:3], strict=True):  # warm
+        for name in names:
+            arms[name](q, v)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i, (q, v) in enumerate(zip(queries, qvecs, strict=True)):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t = time.perf_counter()
+            arms[name](q, v)
+            times[name].append(time.perf_counter() - t)
+    return times
+
+
 def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.baselines.seed import SeedIndex
     from kbstore import KnowledgeStore
@@ -62,18 +78,8 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
 
     arms = {"other": arm("other"), "this": arm("this"),
             "seed": lambda q, v: index.search(q, v, limit=10, now=NOW)}
-    names = list(arms)
     try:
-        for q, v in zip(queries[:3], qvecs[:3], strict=True):  # warm
-            for name in names:
-                arms[name](q, v)
-        times: dict[str, list[float]] = {name: [] for name in names}
-        for i, (q, v) in enumerate(zip(queries[:args.queries], qvecs[:args.queries],
-                                       strict=True)):
-            for name in names[i % len(names):] + names[:i % len(names)]:
-                t = time.perf_counter()
-                arms[name](q, v)
-                times[name].append(time.perf_counter() - t)
+        times = interleave(arms, queries[:args.queries], qvecs[:args.queries])
         k = args.recall_queries
         recall = {}
         for name in ("other", "this"):
