@@ -63,7 +63,7 @@ _CELLS = """(SELECT vector_id FROM (
             AND c.kind = '{kind}' AND c.cell = p.cell
           ORDER BY c.distance + 0.0, c.vector_id LIMIT {merge_to})"""
 _K = {"doc": ":vec_k_doc",
-      "hype": "CAST(min(4096, :vec_k_hype * :hype_oversample) AS INTEGER)"}
+      "hype": "CAST(min(4096, :vec_k_hype * (SELECT hype_oversample FROM vec_plan)) AS INTEGER)"}
 
 
 def cells_statement(base: str, probes: dict[str, int], k_probe: dict[str, int],
