@@ -37,11 +37,13 @@ import numpy as np  # noqa: E402
 
 import kbstore.backends.sqlite.search as sqlite_search  # noqa: E402
 from benchmarks.cells_replay import assign, kmeans  # noqa: E402
-from benchmarks.latency import NOW, query_texts  # noqa: E402
-from benchmarks.latency_data import CACHE, DATASETS, load_docs, paths_for  # noqa: E402
-from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
-from benchmarks.speed import real_queries, recall_at_10  # noqa: E402
-from benchmarks.speed_ab import interleave, use  # noqa: E402
+from benchmarks.latency import NOW  # noqa: E402
+from benchmarks.latency_data import CACHE, DATASETS, paths_for  # noqa: E402
+from benchmarks.speed import (  # noqa: E402
+    interleave,  # noqa: E402
+    recall_at_10,
+)
+from benchmarks.speed_ab import open_corpus, use  # noqa: E402
 
 CHUNK = 1024  # vec0 chunk size of the cells table (4096 would cost a full chunk per cell)
 
@@ -133,18 +135,10 @@ def build_cells(db: Path, out: Path, cell_size: int, sample: int, iters: int) ->
 
 
 def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.baselines.seed import SeedIndex
-    from kbstore import KnowledgeStore
-
     where = paths_for(n, 384, args.cache_dir, "real")
     cells_file = args.work_dir / f"cells-n{n}-c{args.cell_size}.sqlite"
     info = build_cells(where["db"], cells_file, args.cell_size, args.sample, args.iters)
-    count = max(args.queries, args.recall_queries)
-    queries, qvecs = query_texts(args.data_dir, count), real_queries(count)
-    docs = load_docs(n, 384, args.cache_dir, "real")
-    index = SeedIndex.load(docs, where["npz"])
-    del docs
-    store = KnowledgeStore.open(where["db"], PrecomputedEmbedder(384), hype=False)
+    queries, qvecs, index, store = open_corpus(n, args)
     store.backend.conn.execute("ATTACH DATABASE ? AS cells", (str(cells_file),))
     base = sqlite_search.search_sql()
     statements = {"main": base}

@@ -68,6 +68,22 @@ DEPTH_SWEEP_MIN = 10000  # --depths: sizes where the bit plan is what auto runs
 TARGETS = {1000: 1.0, 5000: 1.0, 10000: 0.3, 100000: 0.2}
 
 
+def interleave(arms: dict[str, Any], queries: list[str], qvecs: Any) -> dict[str, list[float]]:
+    """Every arm on every query, the arms' order rotated query by query (after
+    three warm-up queries each): seconds per query, per arm."""
+    names = list(arms)
+    for q, v in zip(queries[:3], qvecs[:3], strict=True):  # warm: statement cache, pages
+        for name in names:
+            arms[name](q, v)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i, (q, v) in enumerate(zip(queries, qvecs, strict=True)):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t = time.perf_counter()
+            arms[name](q, v)
+            times[name].append(time.perf_counter() - t)
+    return times
+
+
 def measure_arms(store: Any, index: Any, queries: list[str], qvecs: np.ndarray,
                  exact_arm: bool) -> dict[str, Any]:
     """kbstore as shipped (auto plan), the seed design, and kbstore with each
@@ -80,16 +96,7 @@ def measure_arms(store: Any, index: Any, queries: list[str], qvecs: np.ndarray,
     if exact_arm:
         arms["exact"] = lambda q, v: store.search(q, query_vector=v, limit=10, now=NOW,
                                                   vec_plan="exact")
-    names = list(arms)
-    for q, v in zip(queries[:3], qvecs[:3], strict=True):  # warm: statement cache, pages
-        for name in names:
-            arms[name](q, v)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for i, (q, v) in enumerate(zip(queries, qvecs, strict=True)):
-        for name in names[i % len(names):] + names[:i % len(names)]:
-            t = time.perf_counter()
-            arms[name](q, v)
-            times[name].append(time.perf_counter() - t)
+    times = interleave(arms, queries, qvecs)
     out: dict[str, Any] = {name: ms(ts) for name, ts in times.items()}
     out["ratio_p50"] = out["kbstore"]["p50"] / out["baseline"]["p50"]
     out["ratio_p95"] = out["kbstore"]["p95"] / out["baseline"]["p95"]

@@ -22,7 +22,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -31,7 +30,12 @@ import kbstore.backends.sqlite.search as sqlite_search  # noqa: E402
 from benchmarks.latency import NOW, query_texts  # noqa: E402
 from benchmarks.latency_data import CACHE, DATASETS, build, load_docs, paths_for  # noqa: E402
 from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
-from benchmarks.speed import EXACT_ARM_MAX, real_queries, recall_at_10  # noqa: E402
+from benchmarks.speed import (  # noqa: E402
+    EXACT_ARM_MAX,
+    interleave,
+    real_queries,
+    recall_at_10,
+)
 
 
 def use(sql: str) -> None:
@@ -40,27 +44,13 @@ def use(sql: str) -> None:
     latency.search_sql = lambda: sql  # type: ignore[assignment]
 
 
-def interleave(arms: dict[str, Any], queries: list[str], qvecs: Any) -> dict[str, list[float]]:
-    """Every arm on every query, the arms' order rotated query by query (after
-    three warm-up queries each): seconds per query, per arm."""
-    names = list(arms)
-    for q, v in zip(queries[:3], qvecs[:3], strict=True):  # warm
-        for name in names:
-            arms[name](q, v)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for i, (q, v) in enumerate(zip(queries, qvecs, strict=True)):
-        for name in names[i % len(names):] + names[:i % len(names)]:
-            t = time.perf_counter()
-            arms[name](q, v)
-            times[name].append(time.perf_counter() - t)
-    return times
-
-
-def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[str, Any]:
+def open_corpus(n: int, args: argparse.Namespace) -> tuple[list[str], Any, Any, Any]:
+    """The cached real-vector corpus of n documents: query texts and their
+    pinned vectors (max(--queries, --recall-queries)), the seed design's index
+    and the kbstore store, opened with the precomputed embedder."""
     from benchmarks.baselines.seed import SeedIndex
     from kbstore import KnowledgeStore
 
-    build(n, 384, args.data_dir, args.cache_dir, source="real")
     where = paths_for(n, 384, args.cache_dir, "real")
     count = max(args.queries, args.recall_queries)
     queries, qvecs = query_texts(args.data_dir, count), real_queries(count)
@@ -68,6 +58,12 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
     index = SeedIndex.load(docs, where["npz"])
     del docs
     store = KnowledgeStore.open(where["db"], PrecomputedEmbedder(384), hype=False)
+    return queries, qvecs, index, store
+
+
+def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[str, Any]:
+    build(n, 384, args.data_dir, args.cache_dir, source="real")
+    queries, qvecs, index, store = open_corpus(n, args)
     statements = {"other": other, "this": this}
 
     def arm(name: str) -> Any:
