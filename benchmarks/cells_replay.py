@@ -27,22 +27,20 @@ distance before the rescoring.
 
 from __future__ import annotations
 
-import os
+import benchmarks.one_blas_thread  # noqa: F401  (first: sets the BLAS threads numpy reads)
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# isort: split
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from benchmarks.latency_data import CACHE, paths_for  # noqa: E402
-from benchmarks.speed import real_queries  # noqa: E402
+from benchmarks.latency_data import CACHE, paths_for
+from benchmarks.speed import real_queries
 
 K_DOC, K_HYPE_KNN, K_HYPE, VEC_LIMIT, HYPE_TOP = 256, 192, 128, 100, 3
 

@@ -20,30 +20,29 @@ design; recall@10 of each statement's vector lists against exact search
 
 from __future__ import annotations
 
+import benchmarks.one_blas_thread  # noqa: F401  (first: sets the BLAS threads numpy reads)
+
+# isort: split
+import argparse
+import json
 import os
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-import kbstore.backends.sqlite.search as sqlite_search  # noqa: E402
-from benchmarks.cells_replay import assign, kmeans  # noqa: E402
-from benchmarks.latency import NOW  # noqa: E402
-from benchmarks.latency_data import CACHE, DATASETS, paths_for  # noqa: E402
-from benchmarks.speed import (  # noqa: E402
-    interleave,  # noqa: E402
+import kbstore.backends.sqlite.search as sqlite_search
+from benchmarks.cells_replay import assign, kmeans
+from benchmarks.latency import NOW
+from benchmarks.latency_data import CACHE, DATASETS, paths_for
+from benchmarks.speed import (
+    interleave,
     recall_at_10,
 )
-from benchmarks.speed_ab import open_corpus, use  # noqa: E402
+from benchmarks.speed_ab import open_corpus, use
 
 CHUNK = 1024  # vec0 chunk size of the cells table (4096 would cost a full chunk per cell)
 

@@ -20,25 +20,22 @@ sign bits rank); ``clustered`` is the latency benchmark's random corpus.
 
 from __future__ import annotations
 
+import benchmarks.one_blas_thread  # noqa: F401  (first: sets the BLAS threads numpy reads)
+
+# isort: split
+import argparse
+import json
 import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
 
-# The seed design's numpy on one thread: on 2 shared cores BLAS threads
-# contend (measured ~15x slower matmul under load); one thread is its best case.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from benchmarks.latency import (  # noqa: E402
+from benchmarks.latency import (
     NOW,
     build_params,
     code_version,
@@ -48,7 +45,7 @@ from benchmarks.latency import (  # noqa: E402
     query_vectors,
     sql_upto_fusion,
 )
-from benchmarks.latency_data import (  # noqa: E402
+from benchmarks.latency_data import (
     CACHE,
     DATASETS,
     build,
@@ -56,8 +53,8 @@ from benchmarks.latency_data import (  # noqa: E402
     paths_for,
     real_pool,
 )
-from benchmarks.plotting import pyplot  # noqa: E402
-from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
+from benchmarks.plotting import pyplot
+from benchmarks.precomputed import PrecomputedEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

@@ -14,23 +14,22 @@ real-vector ones of benchmarks/speed.py.
 
 from __future__ import annotations
 
+import benchmarks.one_blas_thread  # noqa: F401  (first: sets the BLAS threads numpy reads)
+
+# isort: split
+import argparse
+import json
 import os
+import statistics
+from pathlib import Path
+from typing import Any
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import benchmarks.latency as latency  # noqa: E402
-import kbstore.backends.sqlite.search as sqlite_search  # noqa: E402
-from benchmarks.latency import NOW, query_texts  # noqa: E402
-from benchmarks.latency_data import CACHE, DATASETS, build, load_docs, paths_for  # noqa: E402
-from benchmarks.precomputed import PrecomputedEmbedder  # noqa: E402
-from benchmarks.speed import (  # noqa: E402
+import benchmarks.latency as latency
+import kbstore.backends.sqlite.search as sqlite_search
+from benchmarks.latency import NOW, query_texts
+from benchmarks.latency_data import CACHE, DATASETS, build, load_docs, paths_for
+from benchmarks.precomputed import PrecomputedEmbedder
+from benchmarks.speed import (
     EXACT_ARM_MAX,
     interleave,
     real_queries,
