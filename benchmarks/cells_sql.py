@@ -75,7 +75,7 @@ def cells_statement(base: str, probes: dict[str, int], k_probe: dict[str, int],
         old = r"\s+".join(re.escape(t) for t in _KNN.format(kind=kind, k=_K[kind]).split())
         new = _CELLS.format(kind=kind, probes=probes[kind], k_probe=k_probe[kind],
                               merge_to=merge_to[kind])
-        sql, count = re.subn(old, lambda _m, new=new: new, sql)
+        sql, count = re.subn(old, new.replace("\\", r"\\"), sql)  # new, literally
         if count != 1:
             raise ValueError(f"search.sql's {kind} KNN is not where this prototype expects it")
     return sql

@@ -16,6 +16,7 @@ import random
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,18 +125,19 @@ def throughput(cfg: dict[str, Any]) -> dict[str, Any]:
     from kbstore import embed_minilm
 
     plain = getattr(embed_minilm, "session_options", None)
+    if plain is not None:  # the new code only
+        plain_options: Callable[..., Any] = plain
 
-    def configured(ort: Any, threads: int | None = None) -> Any:
-        options = plain(ort, threads)
-        if cfg.get("folded"):  # onnxruntime's default: fold int8 weights into float32
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if "mem_pattern" in cfg:
-            options.enable_mem_pattern = cfg["mem_pattern"]
-        for key, value in cfg.get("entries", {}).items():
-            options.add_session_config_entry(key, value)
-        return options
+        def configured(ort: Any, threads: int | None = None) -> Any:
+            options = plain_options(ort, threads)
+            if cfg.get("folded"):  # onnxruntime's default: fold int8 weights into float32
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            if "mem_pattern" in cfg:
+                options.enable_mem_pattern = cfg["mem_pattern"]
+            for key, value in cfg.get("entries", {}).items():
+                options.add_session_config_entry(key, value)
+            return options
 
-    if hasattr(embed_minilm, "session_options"):  # the new code only
         embed_minilm.session_options = configured  # type: ignore[assignment]
     options = {k: cfg[k] for k in ("token_budget", "threads") if k in cfg}
     emb = embed_minilm.MiniLMEmbedder(**options)
@@ -195,6 +197,9 @@ def capi_session_probe(cfg: dict[str, Any]) -> dict[str, Any]:
     ids = emb._query_tokens_tokenizer().encode(
         "how do I recover when a release breaks production?")
     model = embed_minilm.edited_model(embed_minilm.model_files()[0])
+    if not isinstance(model, Path):  # as kbstore does: the C library needs a file
+        raise RuntimeError("the edited model could not be cached (is the cache directory "
+                           "writable?): the C-library session needs a file")
     before_load = peak()
     t = time.perf_counter()
     session = QuerySession(library_path(embed_minilm._package_dir("onnxruntime")), model,
@@ -291,7 +296,7 @@ def tokenizer_probe(mode: str, cache: str) -> dict[str, Any]:
         tok = Tokenizer.from_file(str(tokenizer_file))
         tok.no_padding()
         tok.enable_truncation(max_length=embed_minilm.MAX_TOKENS)
-        ids = tok.encode(query).ids
+        ids: list[int] | None = tok.encode(query).ids
     else:
         target = Path(cache) if mode == "plain_cached" else \
             Path(tempfile.mkdtemp()) / "vocab.txt"
@@ -363,7 +368,7 @@ _IMPORT = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 def import_breakdown(stderr: str) -> dict[str, Any]:
     """Per-module import times (ms) of one process: every module at depth
     <= 2 whose cumulative time is >= 1 ms, in import order, and totals."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for line in stderr.splitlines():
         m = _IMPORT.match(line)
         if m:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.latency import NOW, query_texts
-from benchmarks.latency_data import CACHE, DATASETS, paths_for
+from benchmarks.latency_data import CACHE, DATASETS, paths_for, sqlite_conn
 from benchmarks.precomputed import PrecomputedEmbedder
 from benchmarks.speed import real_queries
 
@@ -78,7 +78,7 @@ def run_size(n: int, args: argparse.Namespace, before: str, after: str) -> dict[
     store = KnowledgeStore.open(where["db"], PrecomputedEmbedder(args.dim), read_only=True,
                                 hype=False)
     try:
-        conn = store.backend.conn
+        conn = sqlite_conn(store)
         texts = query_texts(args.data_dir, args.queries)
         vectors = real_queries(args.queries)
         params = []

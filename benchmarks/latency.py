@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,12 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def median_ms(fn: Callable[[Any], Any], items: list[Any]) -> float:
-    return statistics.median(timed(lambda x=x: fn(x))[0] for x in items) * 1000
+    return statistics.median(timed(partial(fn, x))[0] for x in items) * 1000
+
+
+def fetch_all(conn: Any, sql: str, change: dict[str, Any], params: dict[str, Any]) -> list[Any]:
+    """The statement's rows with ``change`` applied to its parameters."""
+    return list(conn.execute(sql, {**params, **change}).fetchall())
 
 
 # -- inputs --------------------------------------------------------------------
@@ -123,7 +129,7 @@ def measure_latency(store: Any, index: Any, queries: list[str], qvecs: np.ndarra
             base.append(timed(lambda: index.search(q, v, limit=10, now=NOW))[0])
         for step in ((run_kb, run_base) if i % 2 == 0 else (run_base, run_kb)):
             step()
-    out = {"kbstore": ms(kb), "baseline": ms(base)}
+    out: dict[str, Any] = {"kbstore": ms(kb), "baseline": ms(base)}
     out["ratio_p50"] = out["kbstore"]["p50"] / out["baseline"]["p50"]
     out["ratio_p95"] = out["kbstore"]["p95"] / out["baseline"]["p95"]
     return out
@@ -142,12 +148,11 @@ def measure_recall(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
         recalls, vec_t, hyb_t = [], [], []
         for i, (q, v) in enumerate(zip(queries, qvecs, strict=True)):
             params = build_params(store, q, v, vec_k_doc=k, vec_k_hype=k)
-            t, rows = timed(lambda p=params: conn.execute(vec_sql, p).fetchall())
+            t, rows = timed(partial(fetch_all, conn, vec_sql, {}, params))
             vec_t.append(t)
             recalls.append(len({paths[r[0]] for r in rows} & exact[i]) / 10)
             if i < timing_queries:
-                hyb_t.append(timed(lambda p=params: conn.execute(search_sql(), p)
-                                   .fetchall())[0])
+                hyb_t.append(timed(partial(fetch_all, conn, search_sql(), {}, params))[0])
         out["auto" if k is None else str(k)] = {
             "k_per_partition": (params["vec_k_doc"] if params["vec_k_doc"] == params["vec_k_hype"]
                                 else f"{params['vec_k_doc']} doc / {params['vec_k_hype']} hype"),
@@ -167,15 +172,15 @@ def profile_search(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
     no_fm = {"tag_terms": "[]", "title_query": None}
     no_vec = {"vec_k_doc": 0, "vec_k_hype": 0}
     no_fts = {"fts_query": None}
-    variants = {"full statement": {}, "without FTS": no_fts, "without frontmatter": no_fm,
-                "without vector KNN": no_vec, "FTS only": {**no_fm, **no_vec},
-                "frontmatter only": {**no_fts, **no_vec}, "vector only": {**no_fts, **no_fm},
-                "nothing (fusion/plan overhead)": {**no_fts, **no_fm, **no_vec}}
+    variants: dict[str, dict[str, Any]] = {
+        "full statement": {}, "without FTS": no_fts, "without frontmatter": no_fm,
+        "without vector KNN": no_vec, "FTS only": {**no_fm, **no_vec},
+        "frontmatter only": {**no_fts, **no_vec}, "vector only": {**no_fts, **no_fm},
+        "nothing (fusion/plan overhead)": {**no_fts, **no_fm, **no_vec}}
     sql = search_sql()
     out: dict[str, Any] = {"statement": {}, "parts": {}, "python": {}, "baseline": {}}
     for name, change in variants.items():
-        out["statement"][name] = median_ms(
-            lambda p, c=change: conn.execute(sql, {**p, **c}).fetchall(), items)
+        out["statement"][name] = median_ms(partial(fetch_all, conn, sql, change), items)
     parts = {"fts_ranked (FTS OR + bm25, top 100)": "SELECT count(*) FROM fts_ranked",
              "fm_ranked (tags + title FTS)": "SELECT count(*) FROM fm_ranked",
              "vec_doc (bit KNN, doc partition)": "SELECT count(*) FROM vec_doc",
@@ -184,8 +189,7 @@ def profile_search(store: Any, index: Any, queries: list[str], qvecs: np.ndarray
              "vec_ranked (+ best per doc, rank)": "SELECT count(*) FROM vec_ranked"}
     for name, select in parts.items():
         part_sql = sql_upto_fusion(select)
-        out["parts"][name] = median_ms(lambda p, s=part_sql: conn.execute(s, p).fetchall(),
-                                       items)
+        out["parts"][name] = median_ms(partial(fetch_all, conn, part_sql, {}), items)
     out["python"]["build_params"] = median_ms(lambda qv: build_params(store, qv[0], qv[1]),
                                               pairs)
     out["python"]["store.search total"] = median_ms(

@@ -68,7 +68,8 @@ def measure_cold(n: int, dim: int, cache: Path, query: str, qvec: np.ndarray, ru
         base_argv = [PYTHON, "-m", "benchmarks.baselines.seed", "--docs", str(where["docs"]),
                      "--npz", str(where["npz"]), "--query", query, "--qvec", str(qpath),
                      "--now", now]
-        kb, base = [], []
+        kb: list[dict[str, Any]] = []
+        base: list[dict[str, Any]] = []
         for i in range(runs):
             for argv, sink in (((kb_argv, kb), (base_argv, base)) if i % 2 == 0
                                else ((base_argv, base), (kb_argv, kb))):

@@ -21,12 +21,15 @@ import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from benchmarks.baselines.seed import write_sidecar
 from benchmarks.precomputed import PrecomputedEmbedder
+
+if TYPE_CHECKING:
+    from kbstore.store import KnowledgeStore
 
 REPO = Path(__file__).resolve().parents[1]
 # shared/datasets beside the checkout (main) or one level up (a worktree in wt/)
@@ -54,6 +57,17 @@ VECTOR_SOURCES = ("clustered", "real")
 # MiniLM vectors the quality benchmark cached (benchmarks/quality.py): the
 # "real" corpus is built from them.
 REAL_POOLS = ("scifact-*.npy", "cranfield-*.npy", "cisi-*.npy")
+
+
+def sqlite_conn(store: KnowledgeStore) -> Any:
+    """The connection of a store on a SQLite file (these benchmarks read its
+    tables directly)."""
+    from kbstore.backends.sqlite.backend import SQLiteBackend
+
+    backend = store.backend
+    if not isinstance(backend, SQLiteBackend):
+        raise TypeError(f"{backend.location} is not a SQLite file")
+    return backend.conn
 
 
 def paths_for(n: int, dim: int, cache: Path = CACHE, source: str = "clustered"
@@ -243,7 +257,7 @@ def build(n: int, dim: int, data_dir: Path = DATASETS, cache: Path = CACHE,
         t1 = time.perf_counter()
         report = store.upsert_many(docs, progress=progress)
         ingest_s = time.perf_counter() - t1
-        stored_vectors = store.backend.conn.execute(
+        stored_vectors = sqlite_conn(store).execute(
             "SELECT count(*) FROM vector_data").fetchone()[0]
         store.backend.checkpoint()
         store.close()

@@ -65,7 +65,7 @@ TARGETS = (
 
 
 def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for name, size, get, ok, fmt in TARGETS:
         sizes = [str(size)] if size else sorted(results, key=int)
         try:

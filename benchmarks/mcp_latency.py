@@ -137,7 +137,7 @@ async def measure(db: Path, queries: list[str], log: Any) -> dict[str, Any]:
     finally:
         http.terminate()
         http.wait(timeout=30)
-    out = {name: summary(ms) for name, ms in times.items()}
+    out: dict[str, Any] = {name: summary(ms) for name, ms in times.items()}
     out["stdio_server_start_s"] = stdio_start
     out["same_hits_mcp_vs_cli"] = agree
     return out

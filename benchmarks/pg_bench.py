@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
         import psycopg
 
         with psycopg.connect(url) as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
+            version = conn.execute("SHOW server_version").fetchall()[0][0]
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, cwd=THIS.parent).stdout.strip()
         data: dict[str, Any] = {

@@ -256,7 +256,8 @@ def statement_recall(conn: Any, col: q_data.Collection, exact: dict[str, set[str
     HNSW or an exact sort) vs exact numpy cosine, at search(limit=10)."""
     from kbstore.backends.postgres.query import search_params
 
-    settings = {"w_fm": 0, "w_fts": 0, **({"vec_k_doc": k_doc} if k_doc else {})}
+    settings: dict[str, Any] = {"w_fm": 0, "w_fts": 0,
+                                **({"vec_k_doc": k_doc} if k_doc else {})}
     first = next(iter(col.queries.values()))
     path = knn_path(conn, search_params(first, col.embedder.embed_queries([first])[0],
                                         topic=None, limit=10, **settings))
@@ -425,18 +426,21 @@ def sample_kb(url: str, now: str = "2026-12-01T00:00:00+00:00") -> dict[str, Any
 
     folder = Path(tempfile.mkdtemp(prefix="kbstore-sample-"))
     store = KnowledgeStore.open(folder / "kb.sqlite", "minilm", hype=False)
+    embedder = store.embedder
+    if embedder is None:  # a new file always records the embedder it was opened with
+        raise RuntimeError("the sample store has no embedder")
     store.import_directory(Path(str(resources.files("kbstore.sample_kb"))))
     lite = sqlean.connect(str(folder / "kb.sqlite"))
     docs = lite.execute(f"SELECT {DOC_COLUMNS} FROM documents ORDER BY id").fetchall()
     vecs = lite.execute("SELECT v.doc_id, v.vector_id % 32, d.topic, v.embedding "
                         "FROM vector_data AS v JOIN documents AS d ON d.id = v.doc_id").fetchall()
     lite.close()
-    conn = fresh_schema(url, "kbstore_bench_sample", store.embedder.dim)
+    conn = fresh_schema(url, "kbstore_bench_sample", embedder.dim)
     load_documents(conn, docs)
     load_vectors(conn, vecs)
     out = []
     for text in DEMO_QUERIES:
-        vector = store.embedder.embed_queries([text])[0]
+        vector = embedder.embed_queries([text])[0]
         lite_top = [h.path for h in store.search(text, limit=10, now=now, query_vector=vector)]
         pg_top = [r[1] for r in conn.execute(query.statement(), query.search_params(
             text, vector, topic=None, limit=10, now=now)).fetchall()]
@@ -556,14 +560,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report_only or args.sample_only:  # update the last run's results
-        results = json.loads((args.results_dir / "pg_quality.json").read_text())
+        last = json.loads((args.results_dir / "pg_quality.json").read_text())
         if args.sample_only:
             url, server = server_url(args)
-            results["sample_kb"] = sample_kb(url)
-            (args.results_dir / "pg_quality.json").write_text(json.dumps(results, indent=1))
+            last["sample_kb"] = sample_kb(url)
+            (args.results_dir / "pg_quality.json").write_text(json.dumps(last, indent=1))
             if server is not None:
                 server.cleanup()
-        write_markdown(results, args.results_dir / "pg_quality.md")
+        write_markdown(last, args.results_dir / "pg_quality.md")
         return 0
     url, server = server_url(args)
     with connect(url) as conn:

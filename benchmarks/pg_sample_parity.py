@@ -9,6 +9,7 @@ import json
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from kbstore import KnowledgeStore
 from kbstore.cli.content import DEMO_QUERIES
@@ -23,7 +24,7 @@ def main() -> None:
         url = pg_server.kb_url(pg_server.create_database(server.url, "kbstore_parity"), "sample")
         workspace = Path(str(resources.files("kbstore.sample_kb")))
         folder = Path(tempfile.mkdtemp())
-        details = []
+        details: list[dict[str, Any]] = []
         with KnowledgeStore.open(folder / "kb.sqlite", "minilm", hype=False) as lite, \
                 KnowledgeStore.open(url, "minilm", hype=False) as pg:
             lite.import_directory(workspace)

@@ -136,7 +136,8 @@ class CachingEmbedder:
                           f"({done / (time.perf_counter() - t0):.1f}/s)", flush=True)
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        return np.stack([self.cache.get(k) for k in keys])
+        # every key is in the cache now
+        return self.cache.matrix[[self.cache.keys[k] for k in keys]]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed("d", texts)

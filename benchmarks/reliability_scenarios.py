@@ -78,7 +78,8 @@ def run_crash_trials(workdir: Path, trials: int, n: int = 1000, seed: int = 0,
             proc.communicate(timeout=60)
             next_proc = child(trial + 1) if trial < trials else None
             _check_after_kill(db, trial, n, stats, diagnose, last=trial == trials)
-            proc = next_proc
+            if next_proc is not None:
+                proc = next_proc
         stats["trials"] = trials
     finally:
         log.close()

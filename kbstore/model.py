@@ -28,6 +28,14 @@ def tag_key(tag: str) -> str:
     return tag.strip().lower()
 
 
+def tag_keys(tags: Sequence[str]) -> list[str]:
+    """A document's exact-tag keys (its document_tags rows): one per distinct
+    non-blank tag, in order. Both backends write these from Python: neither
+    server's lower() is Python's (SQLite's folds ASCII only; PostgreSQL's
+    follows the database's locale and has no final sigma)."""
+    return [key for key in dict.fromkeys(tag_key(t) for t in tags) if key]
+
+
 def embedding_text(title: str, tags: Sequence[str], body: str) -> str:
     """The text embedded for a document (seed 000): title, tags, body."""
     return f"{title}. Tags: {', '.join(tags)}. {body}"

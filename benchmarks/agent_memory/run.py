@@ -107,7 +107,7 @@ def system_report(ds: Dataset, queries: Sequence[dict[str, Any]], ranked: dict[s
     answerable = [q for q in queries if ds.answerable(q)]
     per_query = {q["id"]: mt.score_query(ranked[q["id"]], ds.qrels[q["id"]]) for q in answerable}
     ids = [q["id"] for q in answerable]
-    splits = sorted({q.get("split") for q in answerable if q.get("split")})
+    splits = sorted({str(q["split"]) for q in answerable if q.get("split")})
     return {
         "overall": mt.summarize(per_query, ids),
         "by": {f: mt.by_field(answerable, per_query, f) for f in by},

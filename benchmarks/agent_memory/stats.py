@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.agent_memory.data import Dataset
@@ -24,7 +25,7 @@ def minilm_tokenizer() -> Any:
     return tok
 
 
-def _spread(values: list[float]) -> dict[str, float]:
+def _spread(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {}
     qs = statistics.quantiles(values, n=10) if len(values) > 1 else [values[0]] * 9

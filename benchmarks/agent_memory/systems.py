@@ -65,7 +65,8 @@ def caching_minilm(cache_dir: Path, dataset_name: str) -> Any:
 
 def save_cache(embedder: Any) -> None:
     cache = getattr(embedder, "cache", None)
-    if cache is not None and getattr(embedder, "embedded", 0):
+    embedded: int = getattr(embedder, "embedded", 0)
+    if cache is not None and embedded:
         cache.save()
 
 

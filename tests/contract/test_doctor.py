@@ -99,3 +99,25 @@ def test_non_ascii_tags_are_healthy_and_match_a_query(location: str) -> None:
         store.upsert("user/mood.md", title="Mood", body="notes", tags=["ÜBEL"])
         assert diagnose(store).ok
         assert store.search("übel", explain=True)[0].explain["ranks"]["frontmatter"] == 1
+
+
+@pytest.mark.parametrize("tag, query", [("ΚΟΣΜΟΣ", "κοσμος"), ("ΟΔΟΣ ΣΑΣ", "οδος σας"),
+                                        ("İZMİR", "i̇zmi̇r")])
+def test_tags_fold_as_python_lowers_them_on_every_backend(location: str, tag: str,
+                                                          query: str) -> None:
+    """The exact-tag key is Python's lower() (kbstore.model.tag_key) on every
+    backend, whatever the server's own lower() makes of a tag: PostgreSQL's
+    follows the database's locale (no final sigma "ς", "İ" to a bare "i";
+    ASCII only under LC_CTYPE "C"), and its doctor then failed such a store
+    for ever (--fix rebuilt the rows with the same lower())."""
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=False) as store:
+        store.upsert("domains/place.md", title="Place", body="notes", tags=[tag])
+        store.upsert("domains/other.md", title="Other", body=f"notes on {query}", tags=["x"])
+        report = diagnose(store)
+        assert report.ok, [c.to_dict() for c in report.problems]
+        hits = store.search(query, explain=True)
+        assert hits[0].path == "domains/place.md", [(h.path, h.explain) for h in hits]
+        assert hits[0].explain["ranks"]["frontmatter"] == 1
+        store.upsert("domains/place.md", title="Place", body="notes", tags=[tag, "ΝΈΟ"])
+        assert diagnose(store).ok
+        assert store.search("νέο", explain=True)[0].explain["ranks"]["frontmatter"] == 1

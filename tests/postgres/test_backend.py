@@ -131,3 +131,43 @@ def test_doctor_leaves_a_running_reembed_alone_and_discards_an_interrupted_one(
         assert check.count == 1 and "interrupted" in check.detail
         assert fix(store).fixed == ["discarded the vectors staged by an interrupted reembed"]
         assert store.status()["rebuild_in_progress"] is False
+
+
+def _tag_rank(store: KnowledgeStore, query: str, path: str) -> int | None:
+    hit = next(h for h in store.search(query, explain=True) if h.path == path)
+    rank: int | None = hit.explain["ranks"]["frontmatter"]
+    return rank
+
+
+def test_tags_fold_as_python_lowers_them_whatever_the_database_locale(
+        pg_server_handle: pg_server.Server) -> None:
+    """Under LC_CTYPE "C" PostgreSQL's lower() folds ASCII only ("ÉTÉ" stays
+    "ÉtÉ"): the backend writes the exact-tag rows itself with the query's
+    rule, and a tag edited in psql (the trigger's lower()) is what doctor
+    reports and --fix rewrites with that rule."""
+    from psycopg import sql
+
+    name = f"kbstore_test_c_{pg_server.unique_kb_name()}"
+    with psycopg.connect(pg_server_handle.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' "
+                             "LC_COLLATE 'C' LC_CTYPE 'C'").format(sql.Identifier(name)))
+    database = pg_server.with_database(pg_server_handle.url, name)
+    try:
+        with psycopg.connect(database, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            assert conn.execute("SELECT lower('ÉTÉ')").fetchone()[0] == "ÉtÉ"
+        url = pg_server.kb_url(database, "clocale")
+        with KnowledgeStore.open(url, FakeEmbedder(64), hype=False) as store:
+            store.upsert("domains/summer.md", title="Notes", body="a season", tags=["ÉTÉ"])
+            store.upsert("domains/other.md", title="Other", body="été κόσμος", tags=["x"])
+            assert diagnose(store).ok
+            assert _tag_rank(store, "été", "domains/summer.md") == 1
+        _sql(url, "UPDATE documents SET tags = '[\"ΚΌΣΜΟΣ\"]' WHERE path = 'domains/summer.md'")
+        assert sorted(_sql(url, "SELECT tag FROM document_tags")) == [("x",), ("ΚΌΣΜΟΣ",)]
+        with KnowledgeStore.open(url, FakeEmbedder(64), hype=False) as store:
+            assert "tag_rows" in {c.name for c in diagnose(store).problems}
+            assert fix(store).ok
+            assert sorted(_sql(url, "SELECT tag FROM document_tags")) == [("x",), ("κόσμος",)]
+            assert _tag_rank(store, "κόσμος", "domains/summer.md") == 1
+    finally:
+        pg_server.drop_database(database, pg_server_handle.url)

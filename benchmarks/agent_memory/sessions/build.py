@@ -276,7 +276,7 @@ class Persona:
             kinds.append(self.rng.choice(open_kinds))
         self.rng.shuffle(kinds)
         count: Counter[str] = Counter()
-        for kind, s in zip(kinds, free, strict=False):
+        for kind, index in zip(kinds, free, strict=False):
             spec = EVENTS[kind]
             try:
                 slots = {name: self.draw(pool, kind) for name, pool in spec["slots"].items()}
@@ -289,7 +289,7 @@ class Persona:
             self.items.append(Item(
                 kind, f"event:{kind}:{count[kind]}", text, slots,
                 spec["label"], spec["tags"], {"single": spec["single"], "para": spec["para"]},
-                category=spec.get("category"), session=s,
+                category=spec.get("category"), session=index,
                 mood=next((m for m, ks in MOODS.items() if kind in ks), "neutral")))
             count[kind] += 1
         for it in self.items:
@@ -362,13 +362,14 @@ class Persona:
                     made = (talk.errand(self.rng, self.dialogue) if k == "errand" else
                             talk.composed(self.rng, common, self.dialogue, topics)
                             if self.rng.random() < 0.65 else None)
+                    # (a dialogue gets a pair or None, notes a line or None)
                     if self.dialogue:
-                        u, a = made or self.pick(talk.DIALOGUE_SMALLTALK, common,
-                                                 seen).split("\x1e")
+                        u, a = made if isinstance(made, tuple) else self.pick(
+                            talk.DIALOGUE_SMALLTALK, common, seen).split("\x1e")
                         chunks += [(None, f"{user} {u}"), (None, f"{agent} {a}")]
                     else:
-                        chunks.append((None, made or self.pick(talk.NOTES_SMALLTALK, common,
-                                                               seen)))
+                        chunks.append((None, made if isinstance(made, str) else self.pick(
+                            talk.NOTES_SMALLTALK, common, seen)))
                 if pos < len(s.items):
                     chunks += self.render_item(s.items[pos], common, user, agent)
             if self.dialogue:
@@ -408,8 +409,10 @@ class Persona:
         return [(it.key, ("- " if self.rng.random() < 0.5 else "") + text)]
 
     def assemble(self, s: Session, chunks: list[tuple[str | None, str]]) -> None:
-        body, spans = "", {}
-        speaker, last_key = None, "start"
+        body = ""
+        spans: dict[str, tuple[int, int]] = {}
+        speaker: str | None = None
+        last_key: str | None = "start"
         for key, text in chunks:
             said = text.split(":**", 1)[0] if text.startswith("**") else None
             if said is not None and said == speaker:  # one turn, one paragraph

@@ -12,7 +12,9 @@ Questions name the user: {Name}, {she}, {her} (possessive), {him} (object).
 Slots name a pool in pools.py; {x[field]} reads a field of a pool entry.
 """
 
-EVENTS = {
+from typing import Any
+
+EVENTS: dict[str, dict[str, Any]] = {
     "trip": {
         "category": "trips", "slots": {"c": "cities", "friend": "friend"},
         "label": ["weekend in {c[name]}", "{c[name]} trip", "back from {c[name]}"],

@@ -2,6 +2,8 @@
 replacement, so within one conversation a value names one thing. '¤' is the
 persona's currency sign. All names are made up."""
 
+from typing import Any
+
 CITIES = [
     {"name": "Porto", "sight": "the Dom Luís bridge", "food": "custard tarts"},
     {"name": "Ghent", "sight": "the castle", "food": "waffles"},
@@ -179,7 +181,7 @@ AMBITIOUS_DISHES = ["fresh ramen with a broth that took six hours", "croissants"
                     "a beef Wellington", "handmade ravioli", "a three-layer birthday cake"]
 KIDS = ["Ruby", "Ollie", "Ava", "Leo", "Isla", "Finn", "Zara", "Noah"]
 
-POOLS = {
+POOLS: dict[str, list[Any]] = {
     "cities": CITIES, "restaurants": RESTAURANTS, "books": BOOKS, "films": FILMS,
     "bands": BANDS, "trails": TRAILS, "purchases": PURCHASES, "places_lost": PLACES_LOST,
     "dental": DENTAL, "volunteering": VOLUNTEERING, "exhibitions": EXHIBITIONS,

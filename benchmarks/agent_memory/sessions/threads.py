@@ -9,7 +9,9 @@ relevant context) and `superseded` questions (answer: the `new` stages; the
 `old` stages hold the fact that no longer holds).
 """
 
-THREADS = {
+from typing import Any
+
+THREADS: dict[str, dict[str, Any]] = {
     "move": {
         "tags": ["moving", "home"],
         "stages": [
@@ -390,7 +392,7 @@ THREADS = {
 
 # Recurring activities: mentioned in many sessions, each time with one detail.
 # `latest` asks for the most recent mention.
-HABITS = {
+HABITS: dict[str, dict[str, Any]] = {
     "climbing": {
         "tags": ["climbing"], "label": ["climbing", "bouldering session"],
         "latest": ["When did {Name} last go climbing, and how was it?",

@@ -24,13 +24,13 @@ from ...model import (
     HYPE_VECTORS,
     Check,
     Document,
-    tag_key,
+    tag_keys,
 )
 from ...redact import redact
 from ..checks import derived_checks, guarded
 from .connection import rebuild_holders, snapshot, write_transaction
 from .rebuild import check_dim
-from .write import CHUNK_SLOT, STAGING, staging_exists
+from .write import CHUNK_SLOT, STAGING, staging_exists, write_tags
 
 SAMPLE = 5
 _OBJECT = re.compile(r"^CREATE (TABLE|INDEX|TRIGGER|FUNCTION) (\w+)", re.MULTILINE)
@@ -216,7 +216,7 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
            if int(totals[2 * n]) != int(totals[2 * n + 1])]
     checks.append(Check("fts_totals", len(off), f"BM25 totals disagree with the postings: "
                         f"{', '.join(off)}" if off else "", sample=off))
-    want_tags = {(tag_key(t), d) for d, doc in docs.items() for t in doc.tags if tag_key(t)}
+    want_tags = {(key, d) for d, doc in docs.items() for key in tag_keys(doc.tags)}
     have_tags = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
     add("tag_rows", {d for _, d in want_tags ^ have_tags},
         "documents whose exact-tag rows disagree with their tags")
@@ -306,10 +306,8 @@ def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> l
                            "questions")
         if "tag_rows" in bad:
             conn.execute("DELETE FROM document_tags")
-            conn.execute("INSERT INTO document_tags (tag, doc_id) SELECT DISTINCT "
-                         "lower(btrim(t.value)), d.id FROM documents AS d, "
-                         "jsonb_array_elements_text(d.tags) AS t(value) "
-                         "WHERE btrim(t.value) <> ''")
+            write_tags(conn, [(int(r[0]), list(r[1]))
+                              for r in conn.execute("SELECT id, tags FROM documents")])
             actions.append("rebuilt the exact-tag rows")
         if "vector_table" in bad:
             actions += _repair_vector_table(conn, schema)

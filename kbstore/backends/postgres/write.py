@@ -26,6 +26,7 @@ from ...model import (
     Document,
     Stored,
     fingerprint_id,
+    tag_keys,
 )
 from ...redact import redact
 from .connection import write_transaction
@@ -154,6 +155,23 @@ def _write_documents(conn: Any, batch: _Batch) -> None:
         rows = [[c.path, *_fields(c.document)] for c in batch.inserts]  # type: ignore[arg-type]
         for key, path in conn.execute(_INSERT, _columns(rows)).fetchall():
             batch.keys[path] = int(key)
+    written = [(key, doc.tags) for key, doc in batch.updates]
+    written += [(batch.keys[c.path], c.document.tags) for c in batch.inserts]  # type: ignore[union-attr]
+    write_tags(conn, written)
+
+
+def write_tags(conn: Any, docs: list[tuple[int, list[str]]]) -> None:
+    """The exact-tag rows of these documents, by kbstore.model.tag_key (the
+    query's rule). The documents trigger (kept for edits in psql) made them
+    with the server's lower(), which follows the database's locale: ASCII
+    only under LC_CTYPE "C", and no final sigma or "İ" -> "i̇" under libc."""
+    if not docs:
+        return
+    conn.execute("DELETE FROM document_tags WHERE doc_id = ANY(%s)", ([d for d, _ in docs],))
+    rows = [[key, doc_id] for doc_id, tags in docs for key in tag_keys(tags)]
+    if rows:
+        conn.execute("INSERT INTO document_tags (tag, doc_id) "
+                     "SELECT * FROM unnest(%s::text[], %s::bigint[])", _columns(rows))
 
 
 def _write_derived(conn: Any, batch: _Batch, max_questions: int) -> set[int]:

@@ -23,7 +23,7 @@ from ...model import (
     Check,
     Document,
     fingerprint_id,
-    tag_key,
+    tag_keys,
 )
 from ..checks import derived_checks, guarded
 from . import vectors as _vectors
@@ -154,7 +154,7 @@ def _ids(conn: Connection, sql: str, *args: Any) -> set[int]:
 
 
 def _tag_rows(docs: dict[int, Document]) -> set[tuple[str, int]]:
-    return {(tag_key(t), d) for d, doc in docs.items() for t in doc.tags if tag_key(t)}
+    return {(key, d) for d, doc in docs.items() for key in tag_keys(doc.tags)}
 
 
 def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Check]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...model import tag_key
+from ...model import tag_keys
 from . import vectors as _vectors
 from .connection import Connection
 
@@ -35,7 +35,7 @@ _INSERT_DOCUMENTS_FTS = ("INSERT INTO documents_fts (rowid, title, tags, body) "
                          "VALUES (?, ?, ?, ?)")
 def tag_rows(doc_id: int, tags: list[str]) -> list[tuple[str, int]]:
     """The document_tags rows of a document: one per distinct non-blank key."""
-    return [(key, doc_id) for key in dict.fromkeys(tag_key(t) for t in tags) if key]
+    return [(key, doc_id) for key in tag_keys(tags)]
 
 
 @dataclass
