@@ -280,6 +280,50 @@ def test_latest_question_skips_newer_entries_off_its_topic(kb: KnowledgeStore) -
     assert answer in {h.path for h in off if h.explain["latest_rank"] is not None}
 
 
+def test_latest_question_does_not_promote_a_hit_below_the_confidence_floor(
+        kb: KnowledgeStore) -> None:
+    # The newer entry shares one word with the question and little else: its
+    # vector is far from the question's, below the floor, and it is kept only
+    # for that word. Its date must not put it above the answer.
+    answer = f"journal/{_ago(90)}-boiler.md"
+    kb.upsert(answer, title="Boiler repair", updated=_ago(90),
+              body=f"the plumber repaired the boiler pressure valve {filler(6)}")
+    stray = f"journal/{_ago(5)}-stray.md"
+    kb.upsert(stray, title="Errands", updated=_ago(5), body=f"boiler {filler(40, 'b')}")
+    question = "when was the boiler pressure valve last repaired by the plumber"
+    similarity = {h.path: h.explain["similarity"]
+                  for h in kb.search(question, now=NOW, explain=True, latest=False)}
+    assert similarity[stray] < similarity[answer]
+    floor = (similarity[stray] + similarity[answer]) / 2
+    # without a floor (and without the topical test) the newer entry is eligible and leads
+    off = kb.search(question, now=NOW, explain=True, latest_topical=0, min_similarity=None)
+    assert off[0].path == stray and off[0].explain["latest_rank"] == 1
+    hits = kb.search(question, now=NOW, explain=True, latest_topical=0, min_similarity=floor)
+    assert hits[0].path == answer and hits[0].explain["latest_rank"] == 1
+    kept = next(h for h in hits if h.path == stray)  # still returned, for its word
+    assert kept.explain["latest_rank"] is None
+
+
+def test_latest_question_promotes_a_hit_below_the_floor_when_its_words_are_the_best(
+        kb: KnowledgeStore) -> None:
+    # The one entry holding the question's topical words has a far vector
+    # (one topical word among filler); the entry nearest by vector shares only
+    # the question's small words. Below the floor, the topical entry is kept
+    # for its words, and they are the best on the topic: it stays eligible.
+    topical = f"journal/{_ago(5)}-boiler.md"
+    kb.upsert(topical, title="Errands", updated=_ago(5), body=f"boiler {filler(40)}")
+    near = f"journal/{_ago(30)}-chat.md"
+    kb.upsert(near, title="Chat", updated=_ago(30), body="when was it last done by the one")
+    question = "when was the boiler pressure valve last repaired by the plumber"
+    similarity = {h.path: h.explain["similarity"]
+                  for h in kb.search(question, now=NOW, explain=True, latest=False)}
+    assert similarity[topical] < similarity[near]
+    floor = (similarity[topical] + similarity[near]) / 2
+    hits = kb.search(question, now=NOW, explain=True, min_similarity=floor)
+    assert hits[0].path == topical and hits[0].explain["latest_rank"] == 1
+    assert next(h for h in hits if h.path == near).explain["latest_rank"] is None
+
+
 def test_recency_does_not_bury_a_strong_old_match(kb: KnowledgeStore) -> None:
     _dentist(kb)
     hits = kb.search("dentist filling appointment", explain=True, now=NOW)

@@ -34,7 +34,8 @@
 -- from `updated`, age at `now` (half_life_days empty: off). A "latest"
 -- question (latest = true): the dated journal hits among the latest_top best by
 -- relevance x boost, at least latest_ratio x the best and at least
--- latest_topical x the best BM25 of the topical words, come first, newest
+-- latest_topical x the best BM25 of the topical words, and not below
+-- min_similarity unless theirs is the best topical BM25, come first, newest
 -- first. min_similarity (the confidence floor): when no hit's best vector
 -- (document, chunk or question) is that similar to the query, nothing is
 -- returned; otherwise hits below it stay only if they match query words
@@ -505,6 +506,13 @@ latest AS (
                              OR coalesce(topical_score, 0.0)
                                 >= (:'latest_topical')::float8
                                    * (SELECT max(score) FROM topical))
+                        -- above the confidence floor, unless its words are the
+                        -- best on the topic (a hit kept below the floor for
+                        -- stray words is not promoted by its date)
+                        AND (nullif(:'min_similarity', '') IS NULL OR nullif(:'qvec', '') IS NULL
+                             OR similarity >= nullif(:'min_similarity', '')::float8
+                             OR coalesce(topical_score, 0.0)
+                                >= greatest(coalesce((SELECT max(score) FROM topical), 0.0), 1e-300))
                    THEN 1 ELSE 0 END AS in_latest,
            max(relevance) OVER () AS best
     FROM (SELECT k.*, t.score AS topical_score,

@@ -38,7 +38,9 @@
 -- the :latest_top best by relevance * boost (without the vector rank 1's
 -- standout: it must not make the others ineligible) whose relevance * boost is at least
 -- :latest_ratio x the best and whose BM25 on the question's topical words
--- (:topical_query) is at least :latest_topical x the best come first, newest
+-- (:topical_query) is at least :latest_topical x the best, and whose
+-- similarity is not below :min_similarity unless their topical BM25 is the
+-- best, come first, newest
 -- first (by updated, else created); their score is
 -- best * (2 - (latest_rank - 1) / n_latest).
 -- :min_similarity (the confidence floor): when no hit's best vector --
@@ -558,7 +560,8 @@ scored AS MATERIALIZED (
     )
 ),
 kept AS MATERIALIZED (
-    SELECT doc_id, doc_type, dated, evidence, latest_evidence, evidence * recency AS relevance
+    SELECT doc_id, doc_type, dated, evidence, latest_evidence, evidence * recency AS relevance,
+           similarity
     FROM scored
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
@@ -584,14 +587,20 @@ latest AS (
     -- yesterday is not the latest event), so entries keep their evidence order.
     -- On topic: its topical BM25 is at least :latest_topical x the best
     -- (no test when no entry scores above 0 on the topical words).
+    -- Above the confidence floor, unless its topical BM25 is the best: a hit
+    -- kept below :min_similarity for stray words (see kept) is not promoted
+    -- to the top by its date; one whose words are the best on the topic is.
     SELECT doc_id, row_number() OVER (ORDER BY dated DESC, doc_id) AS latest_rank,
            count(*) OVER () AS n_latest
-    FROM (SELECT doc_id, doc_type, dated, latest_evidence AS evidence FROM kept
+    FROM (SELECT doc_id, doc_type, dated, latest_evidence AS evidence, similarity FROM kept
           WHERE :latest
           ORDER BY latest_evidence DESC, doc_id
           LIMIT (SELECT :latest_top)) AS k
     WHERE evidence > 0 AND dated IS NOT NULL AND doc_type = 'journal'
       AND evidence >= :latest_ratio * (SELECT max(latest_evidence) FROM kept)
+      AND (:min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
+           OR coalesce((SELECT score FROM topical AS t WHERE t.doc_id = k.doc_id), 0.0)
+              >= max(coalesce((SELECT max(score) FROM topical), 0.0), 1e-300))
       AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
            OR coalesce((SELECT score FROM topical AS t WHERE t.doc_id = k.doc_id), 0.0)
               >= :latest_topical * (SELECT max(score) FROM topical))
