@@ -84,17 +84,8 @@ DEFAULTS: dict[str, Any] = {
     # 0.846, sessions 0.803 -> 0.804 (recall@5 0.842 -> 0.841: a relevant
     # entry at cosine 0.24, topical 0.73, no longer promoted). Without the
     # best-words exception: sessions dev nDCG@10 0.762 (superseded -0.02).
-    # Measured and not taken (sessions dev / test, latest + superseded at
-    # rank 1, from 17/34 / 22/32): latest_top 12-100 (17 / 21, recall@5 down
-    # to -0.012); latest_topical 0.6 / 0.8 (15 / 19, 12 / 16); the cue words
-    # kept in the topical test (17-18 / 20-22); the two best by evidence
-    # eligible without the topical test (18 / 23, but latest nDCG@10 dev
-    # 0.837 -> 0.825: one named miss fixed, one hit lost, noise). Simulated
-    # on the explained rankings: entries sharing rare words (df <= 2-5) with
-    # an eligible one made eligible (latest at best 27 of 37, from 31);
-    # vector similarity >= 0.8-0.95 x the best as the topical test (7-10 /
-    # 8-14) or as an alternative to it (15-17 / 17-20).
-    # What the remaining misses are: benchmarks/results/latest_misses.md.
+    # Rules measured and not taken, and what the remaining misses are:
+    # benchmarks/results/latest_misses.md.
     "latest": None, "latest_ratio": 0.6, "latest_top": 8, "latest_topical": 0.4,
     "fm_limit": 100, "fts_limit": 100, "vec_limit": 100, "date_limit": 100,
     # KNN candidates per vector kind before exact rescoring; None = auto,
