@@ -62,6 +62,14 @@ entries: recency, the date list, "latest" and the type factors never apply here.
 """
 
 
+def _versus(row: dict[str, Any]) -> str:
+    """The row's nDCG@10 minus the shipped default's, per query: mean ± standard error."""
+    diff = row.get("vs_default")
+    if not diff or not diff.get("n"):
+        return ""
+    return f"{diff['mean']:+.4f} ± {diff['se']:.4f}"
+
+
 def _fmt(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items()) or "(shipped DEFAULTS)"
 
@@ -81,11 +89,12 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
     for name, data in results["datasets"].items():
         guide, target = results["guide"].get(name, {}), results["targets"].get(name)
         lines += [f"## {name} ({data['documents']:,} docs, {data['queries']} judged queries)", "",
-                  "| method (kbstore path) | nDCG@10 | R@100 | MRR@10 | settings |",
-                  "|---|---|---|---|---|"]
+                  "| method (kbstore path) | nDCG@10 | vs default (± SE) | R@100 | MRR@10 "
+                  "| settings |",
+                  "|---|---|---|---|---|---|"]
         for m, sc in data["methods"].items():
-            lines.append(f"| {m} | {sc['ndcg@10']:.3f} | {sc['recall@100']:.3f} | "
-                         f"{sc['mrr@10']:.3f} | {_fmt(sc['settings'])} |")
+            lines.append(f"| {m} | {sc['ndcg@10']:.3f} | {_versus(sc)} | "
+                         f"{sc['recall@100']:.3f} | {sc['mrr@10']:.3f} | {_fmt(sc['settings'])} |")
         lines += ["", "| plain script (same run, Python) | nDCG@10 | R@100 | MRR@10 "
                   "| GUIDE nDCG@10 |",
                   "|---|---|---|---|---|"]
@@ -103,11 +112,13 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
             lines += ["", f"HyPE with the shipped questions replayed ({replay['replay_calls']} "
                       f"prompts in this run, 0 when already stored; {replay['replay_misses']} "
                       "without a match):", "",
-                      "| method, HyPE on (kbstore path) | nDCG@10 | R@100 | MRR@10 | settings |",
-                      "|---|---|---|---|---|"]
+                      "| method, HyPE on (kbstore path) | nDCG@10 | vs default (± SE) | R@100 "
+                      "| MRR@10 | settings |",
+                      "|---|---|---|---|---|---|"]
             for m, sc in replay["methods"].items():
-                lines.append(f"| {m} | {sc['ndcg@10']:.3f} | {sc['recall@100']:.3f} | "
-                             f"{sc['mrr@10']:.3f} | {_fmt(sc['settings'])} |")
+                lines.append(f"| {m} | {sc['ndcg@10']:.3f} | {_versus(sc)} | "
+                             f"{sc['recall@100']:.3f} | {sc['mrr@10']:.3f} | "
+                             f"{_fmt(sc['settings'])} |")
         if rec:
             lines += ["", "Vector retriever recall@10 against exact numpy cosine over the same "
                       "vectors: " + ", ".join(f"vec_k_doc={k}: {v:.4f}" for k, v in rec.items())]
