@@ -215,6 +215,13 @@ def _child(n: int, tree: Path | None, count_sql: bool,
             "    sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f)]\n"
             "    sys.path.insert(0, tree)\n"
             "import kbstore\n"
+            # a `git archive` extract keeps the migrations at its root (the
+            # install maps them to kbstore.migrations): find them there too;
+            # the benchmark code and its datasets stay this checkout's
+            "if tree:\n"
+            "    if not os.path.isdir(os.path.join(tree, 'kbstore', 'migrations')):\n"
+            "        kbstore.__path__.append(tree)\n"
+            "    sys.path.remove(tree)\n"
             "from benchmarks.ingest_profile import run\n"
             f"r = run({n}, {batch_size!r}, count_sql={count_sql!r})\n"
             "r['kbstore'] = kbstore.__file__\n"
