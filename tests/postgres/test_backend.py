@@ -171,3 +171,23 @@ def test_tags_fold_as_python_lowers_them_whatever_the_database_locale(
             assert _tag_rank(store, "κόσμος", "domains/summer.md") == 1
     finally:
         pg_server.drop_database(database, pg_server_handle.url)
+
+
+def test_non_string_tags_edited_in_psql_are_reported_and_the_rest_still_checked(
+        kb_url: str) -> None:
+    """'[1, "Y"]' stored in psql: doctor names the document (invalid_tags)
+    instead of failing every row check, --fix re-embeds it and leaves the tags
+    as stored, and search still finds it."""
+    _sql(kb_url, "UPDATE documents SET tags = '[1, \"Y\"]' "
+                 "WHERE id = (SELECT min(id) FROM documents)")
+    path = _sql(kb_url, "SELECT path FROM documents WHERE tags = '[1, \"Y\"]'")[0][0]
+    with KnowledgeStore.open(kb_url, FakeEmbedder(64), hype=False) as store:
+        report = diagnose(store)
+        assert {c.name for c in report.problems} == {"invalid_tags", "stale_vectors"}
+        invalid = next(c for c in report.problems if c.name == "invalid_tags")
+        assert invalid.sample == [path] and not invalid.fixable
+        after = fix(store)
+        assert {c.name for c in after.problems} == {"invalid_tags"}
+        assert any(path in action for action in after.fixed)
+        assert store.get(path).tags == [1, "Y"]  # type: ignore[union-attr]
+        assert path in [h.path for h in store.search("y", limit=50)]

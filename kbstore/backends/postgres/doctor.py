@@ -27,7 +27,7 @@ from ...model import (
     tag_keys,
 )
 from ...redact import redact
-from ..checks import derived_checks, guarded
+from ..checks import derived_checks, guarded, invalid_tag_docs
 from .connection import rebuild_holders, snapshot, write_transaction
 from .rebuild import check_dim
 from .write import CHUNK_SLOT, STAGING, staging_exists, write_tags
@@ -218,7 +218,7 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
                         f"{', '.join(off)}" if off else "", sample=off))
     want_tags = {(key, d) for d, doc in docs.items() for key in tag_keys(doc.tags)}
     have_tags = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
-    add("tag_rows", {d for _, d in want_tags ^ have_tags},
+    add("tag_rows", {d for _, d in want_tags ^ have_tags} - invalid_tag_docs(docs),
         "documents whose exact-tag rows disagree with their tags")
     questions = {(int(r[0]), int(r[1])) for r in
                  conn.execute("SELECT doc_id, position FROM hype_questions")}
