@@ -39,6 +39,15 @@ def tag_keys(tags: Sequence[str]) -> list[str]:
     return [key for key in dict.fromkeys(tag_key(t) for t in tags if isinstance(t, str)) if key]
 
 
+def fts_fold(text: str) -> str:
+    """Full-text case folding where the server's own depends on its locale
+    (PostgreSQL): Python's lower() with the final sigma and "İ" folded as
+    SQLite's unicode61 folds them ("ς" -> "σ", "i̇" -> "i"). The PostgreSQL
+    backend folds document text and query words with it, so to_tsvector's
+    lower-casing has nothing left to change under any LC_CTYPE."""
+    return text.lower().replace("i\u0307", "i").replace("ς", "σ")
+
+
 def tags_valid(tags: Any) -> bool:
     """Whether stored tags are what kbstore writes: a list of strings. An edit
     in the database's shell can store anything (``'[1, "Y"]'``); doctor reports
