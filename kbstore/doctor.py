@@ -58,5 +58,10 @@ def fix(store: KnowledgeStore, *, embedder: Embedder | None = None) -> DoctorRep
         done = store.refresh()
         actions.append(f"re-embedded {done} document(s)")
     after = diagnose(store)
+    untouched = next((c for c in after.problems if c.name == "invalid_tags"), None)
+    if untouched is not None:
+        actions.append(f"left the tags of {untouched.count} document(s) as they are (not a "
+                       f"list of strings: {', '.join(untouched.sample)}); write them back "
+                       "as strings")
     after.fixed = actions
     return after

@@ -32,13 +32,35 @@ def tag_keys(tags: Sequence[str]) -> list[str]:
     """A document's exact-tag keys (its document_tags rows): one per distinct
     non-blank tag, in order. Both backends write these from Python: neither
     server's lower() is Python's (SQLite's folds ASCII only; PostgreSQL's
-    follows the database's locale and has no final sigma)."""
-    return [key for key in dict.fromkeys(tag_key(t) for t in tags) if key]
+    follows the database's locale and has no final sigma). Items that are not
+    strings (only a shell edit stores them, see :func:`tags_valid`) have none."""
+    if not isinstance(tags, list | tuple):
+        return []
+    return [key for key in dict.fromkeys(tag_key(t) for t in tags if isinstance(t, str)) if key]
+
+
+def fts_fold(text: str) -> str:
+    """Full-text case folding where the server's own depends on its locale
+    (PostgreSQL): Python's lower() with the final sigma and "İ" folded as
+    SQLite's unicode61 folds them ("ς" -> "σ", "i̇" -> "i"). The PostgreSQL
+    backend folds document text and query words with it, so to_tsvector's
+    lower-casing has nothing left to change under any LC_CTYPE."""
+    return text.lower().replace("i\u0307", "i").replace("ς", "σ")
+
+
+def tags_valid(tags: Any) -> bool:
+    """Whether stored tags are what kbstore writes: a list of strings. An edit
+    in the database's shell can store anything (``'[1, "Y"]'``); doctor reports
+    such a document (invalid_tags) and the vector paths leave it alone."""
+    return isinstance(tags, list) and all(isinstance(t, str) for t in tags)
 
 
 def embedding_text(title: str, tags: Sequence[str], body: str) -> str:
-    """The text embedded for a document (seed 000): title, tags, body."""
-    return f"{title}. Tags: {', '.join(tags)}. {body}"
+    """The text embedded for a document (seed 000): title, tags, body. A tag
+    that is not a string (a shell edit, see :func:`tags_valid`) is embedded as
+    its JSON text, so re-embedding such a document never fails."""
+    words = (t if isinstance(t, str) else json.dumps(t, ensure_ascii=False) for t in tags)
+    return f"{title}. Tags: {', '.join(words)}. {body}"
 
 
 def fingerprint_id(fingerprint: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from ..model import (
     PENDING,
     Check,
     Document,
+    tags_valid,
 )
 from ..redact import redact
 
@@ -24,6 +25,12 @@ def derived_checks(add: Callable[..., None], docs: dict[int, Document],
     """``derived``: (doc_id, kind, content_hash, model, status, error) rows;
     ``add(name, found, detail, **kw)`` records one check."""
     ids = set(docs)
+    bad_tags = invalid_tag_docs(docs)
+    add("invalid_tags", {docs[d].path for d in bad_tags},
+        "documents whose tags are not a list of strings (edited outside kbstore, say "
+        "'[1, \"Y\"]' in the shell); their tag rows are not checked. --fix leaves "
+        "them: write the tags back as strings (a kbstore upsert, or the shell)",
+        fixable=False)
     add("orphan_derived", {int(r[0]) for r in derived if int(r[0]) not in ids},
         "hash rows of deleted documents")
     by_kind: dict[str, dict[int, tuple[str, str, str]]] = {}
@@ -50,6 +57,11 @@ def derived_checks(add: Callable[..., None], docs: dict[int, Document],
                                      for d, (_, m, _) in by_kind.get(kind, {}).items()
                                      if d in ids and m != fp},
             f"vectors made by another embedder than the stored {fp}")
+
+
+def invalid_tag_docs(docs: dict[int, Document]) -> set[int]:
+    """Documents whose stored tags kbstore would not write (model.tags_valid)."""
+    return {d for d, doc in docs.items() if not tags_valid(doc.tags)}
 
 
 def guarded(name: str, check: Callable[..., Check], *args: Any) -> Check:

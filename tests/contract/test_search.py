@@ -47,6 +47,23 @@ def test_stemming_matches_word_forms(store: KnowledgeStore) -> None:
     assert all(ranks(h)["fts"] is None for h in hits if h.path == "domains/other.md")
 
 
+@pytest.mark.parametrize(("text", "query"), [
+    ("ÉCOLE normale", "école"), ("ΚΌΣΜΟΣ", "κόσμος"), ("κόσμος", "ΚΌΣΜΟΣ"),
+    ("Straße", "straße"), ("ΣΊΣΥΦΟΣ", "σίσυφος")])
+def test_full_text_folds_unicode_case_whatever_the_database_locale(
+        store: KnowledgeStore, text: str, query: str) -> None:
+    """Case folds on both sides as SQLite's unicode61 folds it: non-ASCII
+    capitals and the final sigma (PostgreSQL's own folding follows the
+    database's locale: ASCII only under "C", no final sigma under C.UTF-8)."""
+    store.upsert("domains/word.md", title=text, body=f"{text} here")
+    store.upsert("domains/other.md", title="Other", body="nothing to see")
+    hit = by_path(store.search(query, explain=True))["domains/word.md"]
+    assert ranks(hit)["fts"] == 1
+    assert ranks(hit)["frontmatter"] == 1  # the title's words
+    assert all(ranks(h)["fts"] is None for h in store.search(query, explain=True)
+               if h.path == "domains/other.md")
+
+
 def test_bm25_prefers_more_occurrences(store: KnowledgeStore) -> None:
     filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do"
     store.upsert("domains/once.md", title="Notes one",

@@ -171,3 +171,69 @@ def test_tags_fold_as_python_lowers_them_whatever_the_database_locale(
             assert _tag_rank(store, "κόσμος", "domains/summer.md") == 1
     finally:
         pg_server.drop_database(database, pg_server_handle.url)
+
+
+def test_non_string_tags_edited_in_psql_are_reported_and_the_rest_still_checked(
+        kb_url: str) -> None:
+    """'[1, "Y"]' stored in psql: doctor names the document (invalid_tags)
+    instead of failing every row check, --fix re-embeds it and leaves the tags
+    as stored, and search still finds it."""
+    _sql(kb_url, "UPDATE documents SET tags = '[1, \"Y\"]' "
+                 "WHERE id = (SELECT min(id) FROM documents)")
+    path = _sql(kb_url, "SELECT path FROM documents WHERE tags = '[1, \"Y\"]'")[0][0]
+    with KnowledgeStore.open(kb_url, FakeEmbedder(64), hype=False) as store:
+        report = diagnose(store)
+        assert {c.name for c in report.problems} == {"invalid_tags", "stale_vectors"}
+        invalid = next(c for c in report.problems if c.name == "invalid_tags")
+        assert invalid.sample == [path] and not invalid.fixable
+        after = fix(store)
+        assert {c.name for c in after.problems} == {"invalid_tags"}
+        assert any(path in action for action in after.fixed)
+        assert store.get(path).tags == [1, "Y"]  # type: ignore[union-attr]
+        assert path in [h.path for h in store.search("y", limit=50)]
+
+
+def _fts_rank(store: KnowledgeStore, query: str, path: str) -> int | None:
+    hit = next((h for h in store.search(query, explain=True, limit=50) if h.path == path), None)
+    return None if hit is None else hit.explain["ranks"]["fts"]
+
+
+def test_full_text_folds_case_in_python_under_a_c_locale_database(
+        pg_server_handle: pg_server.Server) -> None:
+    """Under LC_CTYPE "C" to_tsvector folds ASCII only: the backend feeds it
+    text folded in Python (migration 0004), so lower-case queries meet
+    capitals as on SQLite. Text edited in psql gets the server's folding
+    (the trigger), which doctor reports (fts_fold) and --fix folds again."""
+    from psycopg import sql
+
+    name = f"kbstore_test_c_{pg_server.unique_kb_name()}"
+    with psycopg.connect(pg_server_handle.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' "
+                             "LC_COLLATE 'C' LC_CTYPE 'C'").format(sql.Identifier(name)))
+    database = pg_server.with_database(pg_server_handle.url, name)
+    try:
+        with psycopg.connect(database, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            assert conn.execute("SELECT to_tsvector('simple', 'ÉCOLE')::text").fetchone()[0] \
+                == "'École':1"
+        url = pg_server.kb_url(database, "cfold")
+        docs = {"a/ecole.md": ("ÉCOLE normale", "école"), "a/kosmos.md": ("ΚΌΣΜΟΣ", "κόσμος"),
+                "a/strasse.md": ("Straße", "straße"), "a/city.md": ("İSTANBUL", "istanbul")}
+        with KnowledgeStore.open(url, FakeEmbedder(64), hype=False) as store:
+            for path, (text, _) in docs.items():
+                store.upsert(path, title="Note", body=f"{text} today")
+            store.upsert("a/other.md", title="Other", body="nothing here")
+            for path, (_, query) in docs.items():
+                assert _fts_rank(store, query, path) == 1, query
+            assert diagnose(store).ok
+        _sql(url, "UPDATE documents SET body = 'ÉTÉ indien' WHERE path = 'a/other.md'")
+        with KnowledgeStore.open(url, FakeEmbedder(64), hype=False) as store:
+            assert _fts_rank(store, "été", "a/other.md") is None  # the server's folding
+            problems = {c.name for c in diagnose(store).problems}
+            assert "fts_fold" in problems and "fts_postings" not in problems
+            after = fix(store)
+            assert after.ok, [c.name for c in after.problems]
+            assert any("from folded text" in a for a in after.fixed)
+            assert _fts_rank(store, "été", "a/other.md") == 1
+    finally:
+        pg_server.drop_database(database, pg_server_handle.url)

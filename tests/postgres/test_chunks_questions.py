@@ -102,7 +102,8 @@ def test_migration_0003_upgrades_a_v2_knowledge_base(pg_kb: PgKnowledgeBase) -> 
         conn.execute("INSERT INTO hype_questions VALUES (1, 1, 'Which kiln fires stoneware?')")
         conn.execute("INSERT INTO vectors VALUES (1, 1, 'domains', '[1,0,0,0,0,0,0,0]')")
         conn.commit()
-        assert migrate.ensure_schema(conn, pg_kb.schema) == ["0003_chunk_vectors"]
+        assert migrate.ensure_schema(conn, pg_kb.schema) == ["0003_chunk_vectors",
+                                                             "0004_python_case_fold"]
         migrate.use_schema(conn, pg_kb.schema, local=False)
         terms = {r[0] for r in conn.execute("SELECT term FROM question_postings")}
         assert terms == {"kiln", "fire", "stonewar"}

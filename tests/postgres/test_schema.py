@@ -15,7 +15,7 @@ import pytest
 from kbstore.migrations import steps
 
 from kbstore import FakeEmbedder, KnowledgeStore
-from kbstore.backends.postgres import migrate, query
+from kbstore.backends.postgres import fold, migrate, query
 from kbstore.embed import embedding_text
 from kbstore.errors import SchemaTooNewError
 from kbstore.ingest import make_document
@@ -361,3 +361,33 @@ def test_knowledge_bases_in_one_database_are_separate(pg_url: str) -> None:
     finally:
         for kb in kbs:
             pg_server.drop_schema(pg_url, kb.schema)
+
+
+def test_migration_4_folds_the_stored_text_in_python(pg_kb: PgKnowledgeBase,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A knowledge base of schema v3 (vectors from the server's folding: no
+    final sigma) gets its full-text vectors, postings and question text made
+    again from Python-folded text when migration 4 runs."""
+    real_steps = migrate.steps
+    monkeypatch.setattr(migrate, "steps", lambda backend: real_steps(backend)[:3])
+    conn = open_kb(pg_kb)
+    insert_documents(conn, [make_document("domains/k.md", title="Κόσμος", tags=["Ωραίος"],
+                                          body="ο κόσμος"),
+                            make_document("domains/o.md", title="Other", body="plain")],
+                     FakeEmbedder(dim=16))
+    conn.execute("INSERT INTO hype_questions (doc_id, position, question) "
+                 "VALUES (1, 1, 'Τι είναι ο κόσμος;')")
+    assert ("κόσμος",) in conn.execute("SELECT term FROM fts_postings").fetchall()
+    conn.close()
+    monkeypatch.setattr(migrate, "steps", real_steps)
+    conn = open_kb(pg_kb)
+    assert migrate.state(conn, pg_kb.schema).version == len(ALL_STEPS)
+    terms = {r[0] for r in conn.execute("SELECT term FROM fts_postings WHERE doc_id = 1")}
+    assert {"κόσμοσ", "ωραίοσ"} <= terms and "κόσμος" not in terms
+    assert {r[0] for r in conn.execute("SELECT term FROM title_postings WHERE doc_id = 1")} \
+        == {"κόσμοσ"}
+    assert "κόσμοσ" in {r[0] for r in conn.execute("SELECT term FROM question_postings")}
+    assert fold.unfolded_documents(conn) == set() and fold.unfolded_questions(conn) == set()
+    assert set(conn.execute("SELECT term, doc_id, tf_title, tf_tags, tf_body, doc_len "
+                            "FROM fts_postings").fetchall()) \
+        == set(conn.execute(POSTINGS_FROM_SCRATCH).fetchall())

@@ -8,6 +8,7 @@ reports (tag_rows) and --fix rewrites with the Python rule."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -67,3 +68,52 @@ def test_a_shell_edit_of_tags_is_followed_and_doctor_repairs_what_sql_cannot_fol
         assert _tag_rank(store, "été", "domains/summer.md") == 1
         assert _tag_rank(store, "κοσμος", "domains/summer.md") == 1
         assert _tag_rank(store, "deploy", "domains/summer.md") == 1
+
+
+def test_non_string_tags_from_the_shell_are_reported_and_nothing_else_goes_blind(
+        tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """'[1, "Y"]' typed in the shell: doctor names the document under
+    invalid_tags and still runs every other check (they used to fail as one
+    "could not compare the tables"); --fix re-embeds it (a non-string tag is
+    embedded as its JSON text), says it left the tags alone, and search and
+    export keep the document as stored."""
+    db = tmp_path / "kb.sqlite"
+    with KnowledgeStore.open(db, FakeEmbedder(64), hype=False) as store:
+        store.upsert("domains/one.md", title="One", body="alpha beta", tags=["x"])
+        store.upsert("domains/two.md", title="Two", body="gamma", tags=["y"])
+    _shell(db, "UPDATE documents SET tags = '[1, \"Y\"]' WHERE path = 'domains/one.md'")
+    _shell(db, "DELETE FROM document_tags WHERE doc_id = "
+               "(SELECT id FROM documents WHERE path = 'domains/two.md')")
+
+    out = run_cli("doctor", "--db", db, "--json")
+    assert out.exit_code == 1
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert "tables" not in checks
+    assert checks["invalid_tags"]["count"] == 1
+    assert checks["invalid_tags"]["sample"] == ["domains/one.md"]
+    assert not checks["invalid_tags"]["fixable"]
+    assert checks["tag_rows"]["count"] == 1  # the other document's damage is still seen
+    assert checks["stale_vectors"]["count"] == 1  # the edited tags are embedded
+
+    out = run_cli("doctor", "--db", db, "--fix")
+    assert out.exit_code == 1
+    assert "left the tags of 1 document(s) as they are" in out.stdout
+    assert "domains/one.md" in out.stdout
+    with KnowledgeStore.open(db, FakeEmbedder(64), hype=False) as store:
+        assert _problems(store) == {"invalid_tags"}
+        assert store.get("domains/one.md").tags == [1, "Y"]  # type: ignore[union-attr]
+        hit = next(h for h in store.search("alpha", explain=True) if h.path == "domains/one.md")
+        assert hit.explain["ranks"]["fts"] == 1
+        # the exact-tag rows: --fix rewrote the other document's, kept "y" here
+        assert _tag_rank(store, "y", "domains/one.md") is not None
+        assert _tag_rank(store, "y", "domains/two.md") is not None
+
+    export = tmp_path / "out.jsonl"
+    assert run_cli("export", "--db", db, "--format", "jsonl", export).exit_code == 0
+    records = {r["path"]: r for r in map(json.loads, export.read_text().splitlines())}
+    assert records["domains/one.md"]["tags"] == [1, "Y"]
+    assert records["domains/one.md"]["body"] == "alpha beta"
+
+    _shell(db, "UPDATE documents SET tags = '[\"1\", \"Y\"]' WHERE path = 'domains/one.md'")
+    with KnowledgeStore.open(db, FakeEmbedder(64), hype=False) as store:
+        assert fix(store).ok

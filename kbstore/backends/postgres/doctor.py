@@ -27,17 +27,19 @@ from ...model import (
     tag_keys,
 )
 from ...redact import redact
-from ..checks import derived_checks, guarded
+from ..checks import derived_checks, guarded, invalid_tag_docs
 from .connection import rebuild_holders, snapshot, write_transaction
+from .fold import refold, unfolded_documents, unfolded_questions
 from .rebuild import check_dim
 from .write import CHUNK_SLOT, STAGING, staging_exists, write_tags
 
 SAMPLE = 5
-_OBJECT = re.compile(r"^CREATE (TABLE|INDEX|TRIGGER|FUNCTION) (\w+)", re.MULTILINE)
+_OBJECT = re.compile(r"^CREATE (?:OR REPLACE )?(TABLE|INDEX|TRIGGER|FUNCTION) (\w+)",
+                     re.MULTILINE)
 # Statements a repair can run again: indexes and triggers end at the first
 # semicolon, functions at their closing dollar quote.
 _STATEMENT = {"index": r"^CREATE INDEX {name} [^;]*;", "trigger": r"^CREATE TRIGGER {name} [^;]*;",
-              "function": r"^CREATE FUNCTION {name}\(.*?\$\$;"}
+              "function": r"^CREATE (?:OR REPLACE )?FUNCTION {name}\(.*?\$\$;"}
 # The HNSW indexes are made by set_vector_dimension() (migration 0001) once the
 # dimension is known; the same definitions, for re-creating a dropped one.
 HNSW = {"vectors_doc_hnsw": "slot = 0", "vectors_hype_hnsw": "slot BETWEEN 1 AND 31",
@@ -53,7 +55,7 @@ _POSTINGS_WANT = """
 _TITLES_WANT = """
     SELECT x.lexeme COLLATE "C" AS term, d.id AS doc_id, cardinality(x.positions) AS tf,
            (sum(cardinality(x.positions)) OVER (PARTITION BY d.id))::integer AS title_len
-    FROM documents AS d, unnest(title_vector(d.title)) AS x"""
+    FROM documents AS d, unnest(d.title_fts) AS x"""
 
 # A document's questions as one text (question_postings, migration 0003).
 _QUESTIONS_WANT = """
@@ -200,6 +202,9 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
                      f"({_QUESTIONS_WANT})) AS b"),
         "documents whose BM25 postings disagree with their text or HyPE questions (or "
         "postings of deleted documents)")
+    add("fts_fold", unfolded_documents(conn) | (unfolded_questions(conn) & ids),
+        "documents whose full-text vectors are not made from kbstore's case folding "
+        "(text or HyPE questions edited in psql: the server's folding follows its locale)")
     totals = conn.execute(
         "SELECT (SELECT coalesce(sum(docs), 0) FROM fts_totals), (SELECT count(*) FROM "
         "documents), (SELECT coalesce(sum(tokens), 0) FROM fts_totals), (SELECT coalesce("
@@ -218,7 +223,7 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
                         f"{', '.join(off)}" if off else "", sample=off))
     want_tags = {(key, d) for d, doc in docs.items() for key in tag_keys(doc.tags)}
     have_tags = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
-    add("tag_rows", {d for _, d in want_tags ^ have_tags},
+    add("tag_rows", {d for _, d in want_tags ^ have_tags} - invalid_tag_docs(docs),
         "documents whose exact-tag rows disagree with their tags")
     questions = {(int(r[0]), int(r[1])) for r in
                  conn.execute("SELECT doc_id, position FROM hype_questions")}
@@ -293,12 +298,16 @@ def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> l
                     (schema,)).fetchall():
                 conn.execute(f'REINDEX INDEX "{schema}"."{name}"')  # names from the catalog
                 actions.append(f"rebuilt index {name}")
+        if "fts_fold" in bad:
+            done = refold(conn)
+            actions.append(f"made the full-text vectors of {done} document(s) again from "
+                           "folded text")
         if bad & {"fts_postings", "fts_totals"}:
             conn.execute("DELETE FROM fts_postings")
             conn.execute("DELETE FROM title_postings")
             conn.execute("DELETE FROM fts_totals")
             conn.execute("SELECT fts_index(array_agg(id ORDER BY id), array_agg(fts ORDER BY id), "
-                         "array_agg(title ORDER BY id), 1) FROM documents")
+                         "array_agg(title_fts ORDER BY id), 1) FROM documents")
             conn.execute("DELETE FROM question_postings")
             conn.execute("DELETE FROM question_totals")
             conn.execute("SELECT questions_index(array_agg(DISTINCT doc_id)) FROM hype_questions")

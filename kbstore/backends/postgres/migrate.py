@@ -111,6 +111,17 @@ def _ensure_extension(conn: Any) -> None:
             f"the PostgreSQL server has no pgvector extension to install: {exc}") from exc
 
 
+def _refold(conn: Any) -> None:
+    from .fold import refold
+
+    refold(conn)
+
+
+# Steps whose rows Python rewrites in the same transaction (SQL cannot fold
+# text as kbstore.model.fts_fold does).
+AFTER_STEP = {"0004_python_case_fold": _refold}
+
+
 def ensure_schema(conn: Any, schema: str) -> list[str]:
     """Apply pending steps to ``schema`` and return their names.
 
@@ -142,6 +153,8 @@ def ensure_schema(conn: Any, schema: str) -> list[str]:
         done = []
         for name in current.pending:
             conn.execute(step_sql(name))
+            if name in AFTER_STEP:
+                AFTER_STEP[name](conn)
             conn.execute(sql.SQL(
                 "INSERT INTO {} (version, name) SELECT coalesce(max(version), 0) + 1, %s "
                 "FROM {}").format(sql.Identifier(MIGRATIONS_TABLE),

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...model import Hit, SearchRequest
+from ...model import Hit, SearchRequest, fts_fold
 from ...query import VEC_K_KEYS, analyse, resolve_settings, vec_k
 from ..hits import to_hits
 
@@ -92,9 +93,10 @@ def compile_params(request: SearchRequest) -> dict[str, str]:
     params: dict[str, Any] = {k: v for k, v in settings.items() if k not in _NOT_SQL}
     has_vector = request.vector is not None
     params.update(
-        fts_terms=_json_words(request.fts_terms),
-        topical_terms=_json_words(request.topical_terms),
-        title_terms=_json_words(request.title_terms),
+        # folded as the documents' text is (fold.py), whatever the server's locale
+        fts_terms=_json_words([fts_fold(t) for t in request.fts_terms]),
+        topical_terms=_json_words([fts_fold(t) for t in request.topical_terms]),
+        title_terms=_json_words([fts_fold(t) for t in request.title_terms]),
         tag_terms=_json_object({t: request.tag_weights.get(t, 1.0) for t in request.tag_terms}),
         date_ranges=json.dumps([list(r) for r in request.date_ranges]),
         latest=bool(request.latest),
@@ -116,7 +118,7 @@ def _json_object(weights: dict[str, float]) -> str:
     return json.dumps(clean, ensure_ascii=False)
 
 
-def _json_words(words: tuple[str, ...]) -> str:
+def _json_words(words: Sequence[str]) -> str:
     """A JSON array jsonb accepts: jsonb refuses the \\udXXX escapes of lone
     surrogates (which no document text can contain anyway), so they become
     U+FFFD; NUL (also refused) cannot occur, query analysis splits on it."""

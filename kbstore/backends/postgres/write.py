@@ -26,10 +26,12 @@ from ...model import (
     Document,
     Stored,
     fingerprint_id,
+    fts_fold,
     tag_keys,
 )
 from ...redact import redact
 from .connection import write_transaction
+from .fold import FOLDED, document_parts
 from .read import stored_state
 
 ERROR_CHARS = 500
@@ -38,22 +40,26 @@ STAGING = "vectors_next"   # vectors staged by a reembed (see rebuild.py)
 
 _INSERT = """
 INSERT INTO documents (path, title, tags, body, topic, doc_type, created, updated,
-                       content_hash, extra)
+                       content_hash, extra, fts, title_fts)
 SELECT u.path, u.title, u.tags::jsonb, u.body, u.topic, u.doc_type, u.created, u.updated,
-       u.content_hash, u.extra::json
+       u.content_hash, u.extra::json, document_vector(u.ftitle, u.ftags, u.fbody),
+       title_vector(u.ftitle)
 FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-            %s::text[], %s::text[], %s::text[], %s::text[])
-     AS u(path, title, tags, body, topic, doc_type, created, updated, content_hash, extra)
+            %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])
+     AS u(path, title, tags, body, topic, doc_type, created, updated, content_hash, extra,
+          ftitle, ftags, fbody)
 RETURNING id, path
 """
 _UPDATE = """
 UPDATE documents AS d
 SET title = u.title, tags = u.tags::jsonb, body = u.body, topic = u.topic,
     doc_type = u.doc_type, created = u.created, updated = u.updated,
-    content_hash = u.content_hash, extra = u.extra::json
+    content_hash = u.content_hash, extra = u.extra::json,
+    fts = document_vector(u.ftitle, u.ftags, u.fbody), title_fts = title_vector(u.ftitle)
 FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-            %s::text[], %s::text[], %s::text[], %s::text[])
-     AS u(id, title, tags, body, topic, doc_type, created, updated, content_hash, extra)
+            %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])
+     AS u(id, title, tags, body, topic, doc_type, created, updated, content_hash, extra,
+          ftitle, ftags, fbody)
 WHERE d.id = u.id
 """
 _MARK = """
@@ -67,7 +73,8 @@ ON CONFLICT (doc_id, kind) DO UPDATE SET content_hash = excluded.content_hash,
 def _fields(doc: Document) -> list[Any]:
     return [doc.title, json.dumps(doc.tags, ensure_ascii=False), doc.body, doc.topic,
             doc.doc_type, doc.created, doc.updated, doc.content_hash(),
-            json.dumps(doc.extra, ensure_ascii=False, default=str)]  # key order kept
+            json.dumps(doc.extra, ensure_ascii=False, default=str),  # key order kept
+            *document_parts(doc.title, doc.tags, doc.body)]  # what to_tsvector reads
 
 
 def _columns(rows: list[list[Any]]) -> list[list[Any]]:
@@ -146,6 +153,7 @@ def _classify(change: Change, now: Stored | None, batch: _Batch, out: Applied) -
 
 
 def _write_documents(conn: Any, batch: _Batch) -> None:
+    conn.execute(FOLDED)  # the vectors below are made from folded text (fold.py)
     if batch.deletes:
         conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (batch.deletes,))
     if batch.updates:
@@ -180,7 +188,7 @@ def _write_derived(conn: Any, batch: _Batch, max_questions: int) -> set[int]:
     marks: list[tuple[Any, ...]] = []
     unmark: list[tuple[int, str]] = []
     question_docs: list[int] = []
-    question_rows: list[tuple[int, int, str]] = []
+    question_rows: list[tuple[int, int, str, str]] = []
     chunk_docs: list[int] = []
     chunk_rows: list[tuple[int, int, int, int]] = []
     touched: set[int] = set()
@@ -213,7 +221,7 @@ def _write_derived(conn: Any, batch: _Batch, max_questions: int) -> set[int]:
             continue
         texts = new.texts[:max_questions]
         for pos, (text, vector) in enumerate(zip(texts, new.vectors, strict=False), start=1):
-            question_rows.append((key, pos, text))
+            question_rows.append((key, pos, text, fts_fold(text)))
             new_vectors.append((key, pos, topic, vector))
         error = redact(new.error)[:ERROR_CHARS].replace("\x00", "") if new.error else None
         marks.append((key, HYPE_QUESTIONS, new.content_hash, new.llm_model, new.status, error))
@@ -237,8 +245,8 @@ def _write_derived(conn: Any, batch: _Batch, max_questions: int) -> set[int]:
                         (CHUNK_SLOT - 1, question_docs))
             cur.execute("DELETE FROM hype_questions WHERE doc_id = ANY(%s)", (question_docs,))
         if question_rows:
-            cur.executemany("INSERT INTO hype_questions (doc_id, position, question) "
-                            "VALUES (%s, %s, %s)", question_rows)
+            cur.executemany("INSERT INTO hype_questions (doc_id, position, question, folded) "
+                            "VALUES (%s, %s, %s, %s)", question_rows)
         if new_vectors:
             import numpy as np
 

@@ -25,7 +25,7 @@ from ...model import (
     fingerprint_id,
     tag_keys,
 )
-from ..checks import derived_checks, guarded
+from ..checks import derived_checks, guarded, invalid_tag_docs
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
 from .pending import question_texts
@@ -191,8 +191,8 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
     if "document_tags" in present:
         want = _tag_rows(docs)
         have = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
-        add("tag_rows", {d for _, d in want ^ have}, "documents whose exact-tag rows disagree "
-            "with their tags")
+        add("tag_rows", {d for _, d in want ^ have} - invalid_tag_docs(docs),
+            "documents whose exact-tag rows disagree with their tags")
     questions = {(int(r[0]), int(r[1])) for r in
                  conn.execute("SELECT doc_id, position FROM hype_questions")}
     add("orphan_questions", {d for d, _ in questions if d not in ids},
