@@ -163,6 +163,14 @@ def some_paths(paths: list[str]) -> str:
     return ", ".join(paths[:SHOWN]) + more
 
 
+def hype_pending_hint(count: int, db_path: str) -> None:
+    """Why documents are left without HyPE questions and what to do, once."""
+    click.echo(f"  HyPE pending: the LLM gave no questions for {count} document(s) (no API "
+               "key set? the model unreachable?); they are stored and searchable without "
+               f"them. Retry: kbstore hype --db {db_path} --pending; skip HyPE: --no-hype "
+               "or KBSTORE_HYPE=0", err=True)
+
+
 def announce_deletions(paths: list[str], why: str) -> None:
     """Every command that deletes documents says which, before it does."""
     click.echo(f"deleting {len(paths)} document(s) {why}: {some_paths(paths)}", err=True)

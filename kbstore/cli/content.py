@@ -13,6 +13,7 @@ from .common import (
     db_option,
     echo_json,
     friendly_errors,
+    hype_pending_hint,
     json_option,
     open_store,
     progress_bar,
@@ -69,6 +70,8 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
         report = store.import_directory(workspace, prune=prune, progress=bar.update,
                                         before_delete=announce)
     _print_report(report, as_json)
+    if report.hype_pending and not as_json:
+        hype_pending_hint(report.hype_pending, db_path)
     if report.kept_missing and prune is None:
         raise SystemExit(1)
 

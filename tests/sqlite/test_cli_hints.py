@@ -1,0 +1,31 @@
+"""What a new user is told when a command did less than they expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbstore import KnowledgeStore
+
+
+def _workspace(root: Path) -> Path:
+    ws = root / "ws"
+    (ws / "projects").mkdir(parents=True)
+    (ws / "projects" / "deploy.md").write_text("---\ntitle: Deploy\n---\nship it\n",
+                                               encoding="utf-8")
+    (ws / "projects" / "bread.md").write_text("---\ntitle: Bread\n---\nknead it\n",
+                                              encoding="utf-8")
+    return ws
+
+
+def test_import_says_why_hype_is_pending_and_what_to_do(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The suite's litellm.completion fails as an unreachable LLM would.
+    KnowledgeStore.open(db_path, "fake").close()
+    result = run_cli("import", "--db", db_path, _workspace(db_path.parent), "--hype")
+    assert result.exit_code == 0
+    assert "HyPE pending 2" in result.stdout
+    assert (f"HyPE pending: the LLM gave no questions for 2 document(s) (no API key set? "
+            f"the model unreachable?); they are stored and searchable without them. Retry: "
+            f"kbstore hype --db {db_path} --pending; skip HyPE: --no-hype or KBSTORE_HYPE=0"
+            in result.stderr)
+    quiet = run_cli("import", "--db", db_path, _workspace(db_path.parent / "b"), "--no-hype")
+    assert quiet.exit_code == 0 and "HyPE pending:" not in quiet.stderr
