@@ -61,6 +61,8 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
     from ..ingest import scan_workspace
 
     total = sum(1 for _ in scan_workspace(workspace))
+    if not total:
+        _note_no_sections(workspace)
 
     def announce(paths: list[str]) -> None:
         announce_deletions(paths, "whose files are gone")
@@ -74,6 +76,23 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
         hype_pending_hint(report.hype_pending, db_path)
     if report.kept_missing and prune is None:
         raise SystemExit(1)
+
+
+def _note_no_sections(workspace: str) -> None:
+    """A folder without any section folder is most likely the wrong folder
+    (a section itself, a notes folder): say so rather than 'added 0'."""
+    from pathlib import Path
+
+    from ..ingest import SKILLS_TOPIC, TOPICS, knowledge_root
+
+    root = Path(workspace)
+    kroot = knowledge_root(root)
+    if any((kroot / topic).is_dir() for topic in TOPICS) or (root / SKILLS_TOPIC).is_dir():
+        return
+    folders = ", ".join(f"{name}/" for name in (*TOPICS, SKILLS_TOPIC))
+    click.echo(f"note: {workspace} has none of the folders {folders} (nor knowledge/ holding "
+               "them), so there is nothing to import from it; only markdown files inside those "
+               "folders are documents", err=True)
 
 
 @cli.command()

@@ -29,3 +29,20 @@ def test_import_says_why_hype_is_pending_and_what_to_do(run_cli, db_path: Path) 
             in result.stderr)
     quiet = run_cli("import", "--db", db_path, _workspace(db_path.parent / "b"), "--no-hype")
     assert quiet.exit_code == 0 and "HyPE pending:" not in quiet.stderr
+
+
+def test_import_of_a_folder_without_section_folders_says_so(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes = db_path.parent / "notes"
+    (notes / "ideas").mkdir(parents=True)
+    (notes / "todo.md").write_text("# todo\nbuy bread\n", encoding="utf-8")
+    (notes / "ideas" / "one.md").write_text("an idea\n", encoding="utf-8")
+    result = run_cli("import", "--db", db_path, notes, "--no-hype", "--embedder", "fake")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("added 0, updated 0, unchanged 0, deleted 0")
+    assert (f"note: {notes} has none of the folders self/, user/, projects/, domains/, "
+            "journal/, skills/ (nor knowledge/ holding them), so there is nothing to import "
+            "from it" in result.stderr)
+    # A workspace with a section folder, even an empty one, gets no note.
+    (notes / "journal").mkdir()
+    again = run_cli("import", "--db", db_path, notes, "--no-hype")
+    assert again.exit_code == 0 and "note:" not in again.stderr
