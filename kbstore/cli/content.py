@@ -121,6 +121,11 @@ def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str 
             click.echo(store.shell_script(query, topic=topic, limit=limit, **given), nl=False)
             return
         hits = store.search(query, topic=topic, limit=limit, explain=explain, **given)
+        if not hits and topic is not None and not store.documents(topic=topic, limit=1):
+            from ..ingest import SKILLS_TOPIC, TOPICS
+
+            click.echo(f"note: no document has topic {topic!r} (picobot's topics: "
+                       f"{', '.join((*TOPICS, SKILLS_TOPIC))})", err=True)
     if as_json:
         for hit in hits:
             echo_json(hit.to_dict())

@@ -46,3 +46,14 @@ def test_import_of_a_folder_without_section_folders_says_so(run_cli, db_path: Pa
     (notes / "journal").mkdir()
     again = run_cli("import", "--db", db_path, notes, "--no-hype")
     assert again.exit_code == 0 and "note:" not in again.stderr
+
+
+def test_search_in_a_topic_no_document_has_says_so(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with KnowledgeStore.open(db_path, "fake", hype=False) as store:
+        store.upsert("projects/deploy.md", title="Deploy", body="ship it with a canary")
+    typo = run_cli("search", "--db", db_path, "canary", "--topic", "project")
+    assert typo.exit_code == 0 and typo.stdout.strip() == "no results"
+    assert typo.stderr.strip() == ("note: no document has topic 'project' (picobot's topics: "
+                                   "self, user, projects, domains, journal, skills)")
+    right = run_cli("search", "--db", db_path, "canary", "--topic", "projects")
+    assert "projects/deploy.md" in right.stdout and "note:" not in right.stderr
