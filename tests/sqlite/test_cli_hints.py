@@ -57,3 +57,22 @@ def test_search_in_a_topic_no_document_has_says_so(run_cli, db_path: Path) -> No
                                    "self, user, projects, domains, journal, skills)")
     right = run_cli("search", "--db", db_path, "canary", "--topic", "projects")
     assert "projects/deploy.md" in right.stdout and "note:" not in right.stderr
+
+
+def test_export_force_never_replaces_a_pipe_or_device(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`export --force /dev/full` (as root) used to rename the export over the
+    device node, leaving a regular file where /dev/full was."""
+    import os
+    import stat
+
+    with KnowledgeStore.open(db_path, "fake", hype=False) as store:
+        store.upsert("projects/deploy.md", title="Deploy", body="ship it with a canary")
+    pipe = db_path.parent / "pipe"
+    os.mkfifo(pipe)
+    result = run_cli("export", "--db", db_path, "--format", "jsonl", pipe, "--force")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (f"Error: {pipe} is not a regular file (a device, pipe "
+                                     "or socket); export writes a new file ('-' writes to "
+                                     "stdout)")
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+    assert sorted(p.name for p in db_path.parent.iterdir()) == ["kb.sqlite", "pipe"]
