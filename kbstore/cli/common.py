@@ -158,9 +158,16 @@ def cli(verbose: bool) -> None:
 SHOWN = 10  # paths listed before "... and N more"
 
 
+def shown(path: str) -> str:
+    """A document path as a terminal line may show it: a name with a newline,
+    a carriage return or an escape sequence is quoted, so it can neither break
+    a listing nor overwrite what the line says."""
+    return path if path.isprintable() else repr(path)
+
+
 def some_paths(paths: list[str]) -> str:
     more = f" ... and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
-    return ", ".join(paths[:SHOWN]) + more
+    return ", ".join(shown(p) for p in paths[:SHOWN]) + more
 
 
 def hype_pending_hint(count: int, db_path: str) -> None:

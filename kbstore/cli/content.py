@@ -17,6 +17,7 @@ from .common import (
     json_option,
     open_store,
     progress_bar,
+    shown,
     some_paths,
 )
 
@@ -30,7 +31,7 @@ def _print_report(report: Any, as_json: bool) -> None:
                    f"HyPE generated {report.hype_generated}, HyPE pending "
                    f"{report.hype_pending}, skipped {len(report.skipped)}")
     for skipped in report.skipped:
-        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+        click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
     if report.kept_missing:
         click.echo(f"kept {len(report.kept_missing)} document(s) whose files are missing "
                    f"({report.kept_reason}): {some_paths(report.kept_missing)}\n"
@@ -133,7 +134,7 @@ def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str 
     if not hits:
         click.echo("no results")
     for n, hit in enumerate(hits, start=1):
-        click.echo(f"{n:2}. {hit.score:.4f}  {hit.path}  [{hit.doc_type}] {hit.title}")
+        click.echo(f"{n:2}. {hit.score:.4f}  {shown(hit.path)}  [{hit.doc_type}] {hit.title}")
         if explain and hit.explain:
             e = hit.explain
             ranks = ", ".join(f"{k}={v if v is not None else '-'}" for k, v in e["ranks"].items())

@@ -76,3 +76,20 @@ def test_export_force_never_replaces_a_pipe_or_device(run_cli, db_path: Path) ->
                                      "stdout)")
     assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
     assert sorted(p.name for p in db_path.parent.iterdir()) == ["kb.sqlite", "pipe"]
+
+
+def test_a_file_name_with_control_characters_cannot_rewrite_a_listing(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = _workspace(db_path.parent)
+    (ws / "projects" / "third.md").write_text("third note\n", encoding="utf-8")
+    evil = ws / "projects" / "evil\rdeleted 0 document(s)\x1b[2K.md"
+    evil.write_text("an evil name\n", encoding="utf-8")
+    assert run_cli("import", "--db", db_path, ws, "--no-hype", "--embedder", "fake").exit_code == 0
+    hits = run_cli("search", "--db", db_path, "evil name", "--limit", "1")
+    assert hits.stdout.splitlines()[0].split("  ")[1] == (
+        "'projects/evil\\rdeleted 0 document(s)\\x1b[2K.md'")
+    evil.unlink()
+    result = run_cli("import", "--db", db_path, ws, "--no-hype")
+    assert result.exit_code == 0
+    assert ("deleting 1 document(s) whose files are gone: "
+            "'projects/evil\\rdeleted 0 document(s)\\x1b[2K.md'\n") in result.stderr
+    assert "\r" not in result.stderr and "\x1b" not in result.stderr
