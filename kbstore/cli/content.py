@@ -62,8 +62,6 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
     from ..ingest import scan_workspace
 
     total = sum(1 for _ in scan_workspace(workspace))
-    if not total:
-        _note_no_sections(workspace)
 
     def announce(paths: list[str]) -> None:
         announce_deletions(paths, "whose files are gone")
@@ -73,6 +71,8 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
         report = store.import_directory(workspace, prune=prune, progress=bar.update,
                                         before_delete=announce)
     _print_report(report, as_json)
+    if not total:
+        _note_no_sections(workspace)
     if report.hype_pending and not as_json:
         hype_pending_hint(report.hype_pending, db_path)
     if report.kept_missing and prune is None:

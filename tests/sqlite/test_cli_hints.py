@@ -78,7 +78,8 @@ def test_export_force_never_replaces_a_pipe_or_device(run_cli, db_path: Path) ->
     assert sorted(p.name for p in db_path.parent.iterdir()) == ["kb.sqlite", "pipe"]
 
 
-def test_a_file_name_with_control_characters_cannot_rewrite_a_listing(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_name_with_control_characters_cannot_rewrite_a_listing(
+        run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws = _workspace(db_path.parent)
     (ws / "projects" / "third.md").write_text("third note\n", encoding="utf-8")
     evil = ws / "projects" / "evil\rdeleted 0 document(s)\x1b[2K.md"
