@@ -63,14 +63,14 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             from ..redact import redact
 
-            exc = _name_the_file(exc, kwargs.get("db_path"))
-            text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+            named = _name_the_file(exc, kwargs.get("db_path"))
+            text = str(named).splitlines()[0] if str(named).strip() else type(named).__name__
             raise click.ClickException(redact(text)) from exc
 
     return wrapper
 
 
-def _name_the_file(exc: Exception, db_path: Any) -> Exception:
+def _name_the_file(exc: BaseException, db_path: Any) -> BaseException:
     """SQLite's 'attempt to write a readonly database' can come from any write;
     say which file and why (a read-only file or folder, an unwritable -shm)."""
     if isinstance(exc, KBStoreError) or not isinstance(db_path, str) or "://" in db_path:

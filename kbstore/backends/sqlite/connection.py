@@ -218,7 +218,7 @@ def enable_writes(conn: Connection, settings: Settings | None = None) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-def _friendly(exc: Exception, path: Path) -> Exception:
+def _friendly(exc: Exception, path: Path) -> BaseException:
     text = str(exc)
     if "not a database" in text:  # e.g. --db pointed at a text file
         return KBStoreError(f"{path} is not a SQLite database ({text})")
@@ -227,7 +227,7 @@ def _friendly(exc: Exception, path: Path) -> Exception:
     return exc
 
 
-def write_refused(exc: Exception, path: Path) -> Exception:
+def write_refused(exc: BaseException, path: Path) -> BaseException:
     """A writer that SQLite could not open or write (a read-only file, a
     folder where it cannot create -wal/-shm/-journal) as one error naming
     which, rather than SQLite's 'unable to open database file'."""
