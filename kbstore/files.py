@@ -111,6 +111,10 @@ def check_target(target: Path, *, protected: list[Path], overwrite: bool) -> Non
                                     "being exported")
     if target.is_dir():
         raise ExchangeError(f"{target} is a folder; give a file name")
+    if target.exists() and not target.is_file():
+        # Moving the export into place would replace the device or pipe itself.
+        raise ExchangeError(f"{target} is not a regular file (a device, pipe or socket); "
+                            "export writes a new file ('-' writes to stdout)")
     if target.exists() and not overwrite:
         raise ExchangeError(f"{target} exists; pass --force (overwrite=True) to replace it")
 

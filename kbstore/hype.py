@@ -133,12 +133,17 @@ _FINAL_TYPES = frozenset({"AuthenticationError", "PermissionDeniedError", "BadRe
                           "ContentPolicyViolationError", "UnprocessableEntityError",
                           "InvalidRequestError", "BudgetExceededError"})
 _CREDENTIAL_WORDS = ("credential", "api_key", "api key", "auth")
+# The provider SDK's own "no key configured" (raised before any request, yet
+# wrapped by litellm as an HTTP 500): waiting will not produce a key.
+_NO_KEY_PHRASES = ("missing credentials", "api_key client option must be set")
 
 
 def _is_retryable(exc: Exception) -> bool:
     """Rate limits and transient outages are retried; auth/config errors are not."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     if names & _FINAL_TYPES:
+        return False
+    if any(phrase in redact(str(exc)).lower() for phrase in _NO_KEY_PHRASES):
         return False
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not isinstance(status, bool):

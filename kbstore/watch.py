@@ -291,6 +291,12 @@ class Watcher:
                             PRUNE_HINT.format(db=getattr(self.store, "path", "DB"),
                                               workspace=self.workspace))
                 report.kept += len(removal.keep)
+            if removal.delete:  # every deletion is named before it is made
+                shown = ", ".join(repr(rel) if not rel.isprintable() else rel
+                                  for rel in removal.delete[:20])
+                more = len(removal.delete) - 20
+                log.info("deleting %d document(s) whose files are gone: %s%s",
+                         len(removal.delete), shown, f" and {more} more" if more > 0 else "")
             for rel in removal.delete:
                 report.deleted += int(self.store.delete(rel))
 

@@ -62,7 +62,8 @@ def migrate(db_path: str, list_only: bool) -> None:
     before = schema_of(db_path)
     if list_only:
         for name in before.applied:
-            click.echo(f"applied  {name}")
+            if name not in before.unknown:  # listed below, once
+                click.echo(f"applied  {name}")
         for name in before.pending:
             click.echo(f"pending  {name}")
         for name in before.unknown:

@@ -63,10 +63,23 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             from ..redact import redact
 
-            text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+            named = _name_the_file(exc, kwargs.get("db_path"))
+            text = str(named).splitlines()[0] if str(named).strip() else type(named).__name__
             raise click.ClickException(redact(text)) from exc
 
     return wrapper
+
+
+def _name_the_file(exc: BaseException, db_path: Any) -> BaseException:
+    """SQLite's 'attempt to write a readonly database' can come from any write;
+    say which file and why (a read-only file or folder, an unwritable -shm)."""
+    if isinstance(exc, KBStoreError) or not isinstance(db_path, str) or "://" in db_path:
+        return exc
+    from pathlib import Path
+
+    from ..backends.sqlite.connection import write_refused
+
+    return write_refused(exc, Path(db_path).expanduser())
 
 
 def echo_json(data: Any) -> None:
@@ -145,9 +158,24 @@ def cli(verbose: bool) -> None:
 SHOWN = 10  # paths listed before "... and N more"
 
 
+def shown(path: str) -> str:
+    """A document path as a terminal line may show it: a name with a newline,
+    a carriage return or an escape sequence is quoted, so it can neither break
+    a listing nor overwrite what the line says."""
+    return path if path.isprintable() else repr(path)
+
+
 def some_paths(paths: list[str]) -> str:
     more = f" ... and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
-    return ", ".join(paths[:SHOWN]) + more
+    return ", ".join(shown(p) for p in paths[:SHOWN]) + more
+
+
+def hype_pending_hint(count: int, db_path: str) -> None:
+    """Why documents are left without HyPE questions and what to do, once."""
+    click.echo(f"  HyPE pending: the LLM gave no questions for {count} document(s) (no API "
+               "key set? the model unreachable?); they are stored and searchable without "
+               f"them. Retry: kbstore hype --db {db_path} --pending; skip HyPE: --no-hype "
+               "or KBSTORE_HYPE=0", err=True)
 
 
 def announce_deletions(paths: list[str], why: str) -> None:

@@ -13,9 +13,11 @@ from .common import (
     db_option,
     echo_json,
     friendly_errors,
+    hype_pending_hint,
     json_option,
     open_store,
     progress_bar,
+    shown,
     some_paths,
 )
 
@@ -29,7 +31,7 @@ def _print_report(report: Any, as_json: bool) -> None:
                    f"HyPE generated {report.hype_generated}, HyPE pending "
                    f"{report.hype_pending}, skipped {len(report.skipped)}")
     for skipped in report.skipped:
-        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+        click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
     if report.kept_missing:
         click.echo(f"kept {len(report.kept_missing)} document(s) whose files are missing "
                    f"({report.kept_reason}): {some_paths(report.kept_missing)}\n"
@@ -69,8 +71,29 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
         report = store.import_directory(workspace, prune=prune, progress=bar.update,
                                         before_delete=announce)
     _print_report(report, as_json)
+    if not total:
+        _note_no_sections(workspace)
+    if report.hype_pending and not as_json:
+        hype_pending_hint(report.hype_pending, db_path)
     if report.kept_missing and prune is None:
         raise SystemExit(1)
+
+
+def _note_no_sections(workspace: str) -> None:
+    """A folder without any section folder is most likely the wrong folder
+    (a section itself, a notes folder): say so rather than 'added 0'."""
+    from pathlib import Path
+
+    from ..ingest import SKILLS_TOPIC, TOPICS, knowledge_root
+
+    root = Path(workspace)
+    kroot = knowledge_root(root)
+    if any((kroot / topic).is_dir() for topic in TOPICS) or (root / SKILLS_TOPIC).is_dir():
+        return
+    folders = ", ".join(f"{name}/" for name in (*TOPICS, SKILLS_TOPIC))
+    click.echo(f"note: {workspace} has none of the folders {folders} (nor knowledge/ holding "
+               "them), so there is nothing to import from it; only markdown files inside those "
+               "folders are documents", err=True)
 
 
 @cli.command()
@@ -99,6 +122,11 @@ def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str 
             click.echo(store.shell_script(query, topic=topic, limit=limit, **given), nl=False)
             return
         hits = store.search(query, topic=topic, limit=limit, explain=explain, **given)
+        if not hits and topic is not None and not store.documents(topic=topic, limit=1):
+            from ..ingest import SKILLS_TOPIC, TOPICS
+
+            click.echo(f"note: no document has topic {topic!r} (picobot's topics: "
+                       f"{', '.join((*TOPICS, SKILLS_TOPIC))})", err=True)
     if as_json:
         for hit in hits:
             echo_json(hit.to_dict())
@@ -106,7 +134,7 @@ def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str 
     if not hits:
         click.echo("no results")
     for n, hit in enumerate(hits, start=1):
-        click.echo(f"{n:2}. {hit.score:.4f}  {hit.path}  [{hit.doc_type}] {hit.title}")
+        click.echo(f"{n:2}. {hit.score:.4f}  {shown(hit.path)}  [{hit.doc_type}] {hit.title}")
         if explain and hit.explain:
             e = hit.explain
             ranks = ", ".join(f"{k}={v if v is not None else '-'}" for k, v in e["ranks"].items())

@@ -16,6 +16,7 @@ from .common import (
     friendly_errors,
     json_option,
     open_store,
+    shown,
 )
 
 _hype_option = click.option(
@@ -66,7 +67,7 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     else:
         click.echo(report.summary())
     for skipped in report.reconcile.skipped:
-        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+        click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
     if report.reconcile.kept_missing:
         click.echo(f"kept {len(report.reconcile.kept_missing)} document(s) whose files are "
                    f"missing ({report.reconcile.kept_reason}); rerun with --prune to delete "
@@ -131,7 +132,7 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
     else:
         click.echo(report.summary())
     for skipped in report.skipped:
-        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+        click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
 
 
 @cli.command("copy")
@@ -181,4 +182,4 @@ def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
             click.echo(f"the destination holds {len(report.extra_in_destination)} document(s) "
                        "the source does not have (kept; --prune deletes them)", err=True)
     for skipped in report.jsonl.write.skipped + report.jsonl.skipped:
-        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+        click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)

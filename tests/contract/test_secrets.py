@@ -330,3 +330,20 @@ def test_authentication_error_is_final(fake_llm, monkeypatch: pytest.MonkeyPatch
     with pytest.raises(litellm.AuthenticationError):
         generate(HypeConfig(retries=3), "T", "B")
     assert len(fake_llm.calls) == 1 and slept == []
+
+
+def test_a_missing_key_is_final_although_litellm_calls_it_a_500(
+        fake_llm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no OPENAI_API_KEY the SDK refuses before any request and litellm
+    wraps that as InternalServerError (status 500): retrying it with backoff
+    made an import without a key wait ~7 s per call for nothing."""
+    import litellm
+
+    slept = _no_sleep(monkeypatch)
+    fake_llm.fail_with = litellm.InternalServerError(
+        "OpenAIException - Missing credentials. Please pass an `api_key`, or set the "
+        "`OPENAI_API_KEY` environment variable.", llm_provider="openai", model="gpt-4o-mini")
+    assert fake_llm.fail_with.status_code == 500
+    with pytest.raises(litellm.InternalServerError):
+        generate(HypeConfig(retries=3), "T", "B")
+    assert len(fake_llm.calls) == 1 and slept == []

@@ -95,6 +95,31 @@ def test_create_edit_delete(kb: Any) -> None:
     assert store.get("domains/zebras.md") is None and len(store) == 34
 
 
+def test_a_deletion_is_named_before_it_is_made(kb: Any) -> None:
+    store, ws, watcher = kb
+    note = ws / "knowledge/domains/zebras.md"
+    _write(note, "Zebra notes", "Zebras have quagga stripes.")
+    watcher.reconcile([note])
+    seen: list[tuple[str, bool]] = []
+
+    class Before(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append((record.getMessage(), store.get("domains/zebras.md") is not None))
+
+    handler = Before(level=logging.INFO)
+    logger = logging.getLogger("kbstore.watch")
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        note.unlink()
+        assert watcher.reconcile([note]).deleted == 1
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    assert ("deleting 1 document(s) whose files are gone: domains/zebras.md", True) in seen
+
+
 def test_rename_over_and_delete_then_create_are_edits(kb: Any) -> None:
     store, ws, watcher = kb
     note = ws / "knowledge/projects/picobot-memory-design.md"

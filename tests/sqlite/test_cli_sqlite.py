@@ -56,6 +56,18 @@ def test_future_schema_error_is_one_line(run_cli, db_path: Path) -> None:  # typ
         _one_line_error(run_cli(args[0], "--db", db_path, *args[1:]), "upgrade kbstore")
 
 
+def test_migrate_list_names_a_newer_kbstores_step_once(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with KnowledgeStore.open(db_path, "fake", hype=False) as store:
+        raw(store).execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
+                           "VALUES ('kbstore', '0099_from_the_future', '2030-01-01')")
+    result = run_cli("migrate", "--db", db_path, "--list")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert [line for line in lines if "0099_from_the_future" in line] == [
+        "unknown  0099_from_the_future (from a newer kbstore)"]
+    assert lines[0] == "applied  0001_initial" and len(lines) == SCHEMA_VERSION + 1
+
+
 def test_a_file_that_is_not_sqlite_is_a_one_line_error(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     not_a_db = tmp_path / "notes.txt"
     not_a_db.write_text("just some text, not SQLite\n" * 100)

@@ -44,9 +44,11 @@ from .connection import (
     Connection,
     bulk_writes,
     connect,
+    database_errors,
     enable_writes,
     snapshot,
     transaction,
+    write_refused,
 )
 from .pending import PendingRows
 
@@ -82,7 +84,10 @@ class SQLiteBackend:
             current = _migrations.state(conn)
             _migrations.refuse_if_newer(conn, current)
             if mode != "read":
-                enable_writes(conn, settings)
+                try:
+                    enable_writes(conn, settings)
+                except database_errors() as exc:
+                    raise write_refused(exc, path) from exc
                 if _migrations.migrate(conn, str(path)):
                     # The connection that ran the migration runner re-prepares
                     # the search statement at every execution inside a

@@ -218,14 +218,31 @@ def enable_writes(conn: Connection, settings: Settings | None = None) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-def _friendly(exc: Exception, path: Path) -> Exception:
+def _friendly(exc: Exception, path: Path) -> BaseException:
     text = str(exc)
     if "not a database" in text:  # e.g. --db pointed at a text file
         return KBStoreError(f"{path} is not a SQLite database ({text})")
-    if "readonly" in text or "read-only" in text:
-        return KBStoreError(f"{path} is read-only here ({text}); only read commands "
-                            "(search, status, doctor, export) can use it")
+    if "readonly" in text or "read-only" in text or "unable to open database file" in text:
+        return write_refused(exc, path)
     return exc
+
+
+def write_refused(exc: BaseException, path: Path) -> BaseException:
+    """A writer that SQLite could not open or write (a read-only file, a
+    folder where it cannot create -wal/-shm/-journal) as one error naming
+    which, rather than SQLite's 'unable to open database file'."""
+    text = str(exc)
+    if not ("readonly" in text or "read-only" in text or "unable to open database file" in text):
+        return exc
+    if not os.access(path, os.W_OK):
+        why = "the file is read-only"
+    elif not os.access(path.parent, os.W_OK):
+        why = (f"its folder {path.parent} is read-only (SQLite writes {path.name}-wal, "
+               f"-shm or -journal beside the file)")
+    else:
+        why = f"SQLite could not write it or its {path.name}-wal / -shm files ({text})"
+    return KBStoreError(f"{path} cannot be written here: {why}; only read commands "
+                        "(search, status, doctor, export) can use it")
 
 
 def is_busy(exc: BaseException) -> bool:
