@@ -53,6 +53,7 @@ class KnowledgeStore:
         # another process re-embeds the database.
         self._follow = follow_fingerprint
         self._fp = fingerprint_id(embedder.fingerprint()) if embedder is not None else None
+        self._search_prepared = False  # SQLite: statement compiled before the model loads
         stored = backend.get_meta("fusion")
         if stored is not None and not isinstance(stored, dict):
             log.warning("%s: stored fusion defaults are malformed (ignored; `kbstore doctor "
@@ -345,6 +346,9 @@ class KnowledgeStore:
         if query_vector is not None:
             blob = query_blob(query_vector, dim)
         elif self.embedder is not None and stored is not None:
+            if not self._search_prepared:  # compiled before a model can load
+                self.backend.prepare_search(request)
+                self._search_prepared = True
             one = getattr(self.embedder, "query_vector_blob", None)
             if callable(one):  # float32 bytes, from a cache without numpy when seen before
                 blob = query_blob(one(query), dim)

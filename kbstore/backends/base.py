@@ -66,6 +66,9 @@ class Backend(Protocol):
 
     # -- search -------------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[Hit]: ...
+    # Compile the search statement ahead of a model load (SQLite: its
+    # planner's transient memory is then reused by the model; no-op elsewhere).
+    def prepare_search(self, request: SearchRequest) -> None: ...
     def shell_script(self, request: SearchRequest, vector: list[float] | None) -> str: ...
 
     # -- rebuilding every vector with another model (reembed) ----------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -260,3 +261,40 @@ def test_a_store_that_migrated_its_file_prepares_the_search_once(tmp_path: Path)
         store.upsert("notes/deploy.md", title="Deploy notes", body="how we deploy", tags=["ops"])
         assert _prepares_on_second_search(store) == 0
 
+
+
+def test_the_first_search_compiles_its_statement_before_it_embeds_the_query(
+        tmp_path: Path) -> None:
+    # Compiling the search statement takes ~70 MB of transient planner memory;
+    # compiled before the embedding model loads, the model reuses it (a first
+    # `kbstore search` peaked at ~165 MB with the model loaded first).
+    prepares_while_embedding: list[int] = []
+    prepares = [0]
+
+    class RecordingEmbedder(FakeEmbedder):
+        def embed_queries(self, texts: list[str]) -> Any:
+            prepares_while_embedding.append(prepares[0])
+            return super().embed_queries(texts)
+
+    path = tmp_path / "kb.sqlite"
+    with KnowledgeStore.open(path, FakeEmbedder(16), hype=False) as store:
+        store.upsert("notes/deploy.md", title="Deploy notes", body="how we deploy", tags=["ops"])
+    with KnowledgeStore.open(path, RecordingEmbedder(16), hype=False) as store:
+        conn = store.backend.conn  # type: ignore[attr-defined]
+
+        def authorizer(*_: object) -> int:
+            prepares[0] += 1
+            return 0  # SQLITE_OK
+
+        conn.set_authorizer(authorizer)
+        try:
+            assert store.search("deploy notes", limit=5)[0].path == "notes/deploy.md"
+            compiled_before_embedding = prepares_while_embedding[0]
+            during = prepares[0]
+        finally:
+            conn.set_authorizer(None)
+    # the search statement was compiled before
+    # the query was embedded, and not compiled again for the real search
+    # (tens of thousands of authorizer calls; a few small reads come after)
+    assert compiled_before_embedding > 1000
+    assert during - compiled_before_embedding < compiled_before_embedding / 10

@@ -305,6 +305,9 @@ class PostgresBackend:
     def search(self, request: SearchRequest) -> list[Hit]:
         return _query.run(self.conn, request)
 
+    def prepare_search(self, request: SearchRequest) -> None:
+        """Nothing to do: the server plans the statement."""
+
     def shell_script(self, request: SearchRequest, vector: list[float] | None) -> str:
         params = _query.compile_params(request)
         if vector is not None:

@@ -475,6 +475,9 @@ class SQLiteBackend:
     def search(self, request: SearchRequest) -> list[Hit]:
         return _search.run(self.conn, request, self._dim_for_search())
 
+    def prepare_search(self, request: SearchRequest) -> None:
+        _search.prepare(self.conn, request, self._dim_for_search())
+
     def shell_script(self, request: SearchRequest, vector: list[float] | None) -> str:
         return _search.shell_script(request, self._dim_for_search(), vector, self.location)
 
