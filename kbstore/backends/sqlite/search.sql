@@ -561,11 +561,13 @@ scored AS MATERIALIZED (
 ),
 kept AS MATERIALIZED (
     SELECT doc_id, doc_type, dated, evidence, latest_evidence, evidence * recency AS relevance,
-           similarity
-    FROM scored
+           similarity,
+           max(evidence * recency) OVER () AS best_relevance,
+           max(latest_evidence) OVER () AS best_latest_evidence
+    FROM (SELECT *, max(similarity) OVER () AS best_similarity FROM scored) AS s
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
-           AND (SELECT max(similarity) FROM scored) >= :min_similarity)
+           AND best_similarity >= :min_similarity)
 ),
 -- A "latest" question's topical words (:topical_query, its full-text words
 -- without the cue words "latest", "currently", ...): their BM25 per entry.
@@ -592,12 +594,13 @@ latest AS (
     -- to the top by its date; one whose words are the best on the topic is.
     SELECT doc_id, row_number() OVER (ORDER BY dated DESC, doc_id) AS latest_rank,
            count(*) OVER () AS n_latest
-    FROM (SELECT doc_id, doc_type, dated, latest_evidence AS evidence, similarity FROM kept
+    FROM (SELECT doc_id, doc_type, dated, latest_evidence AS evidence, similarity,
+                 best_latest_evidence FROM kept
           WHERE :latest
           ORDER BY latest_evidence DESC, doc_id
           LIMIT (SELECT :latest_top)) AS k
     WHERE evidence > 0 AND dated IS NOT NULL AND doc_type = 'journal'
-      AND evidence >= :latest_ratio * (SELECT max(latest_evidence) FROM kept)
+      AND evidence >= :latest_ratio * best_latest_evidence
       AND (:min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
            OR coalesce((SELECT score FROM topical AS t WHERE t.doc_id = k.doc_id), 0.0)
               >= max(coalesce((SELECT max(score) FROM topical), 0.0), 1e-300))
@@ -608,7 +611,7 @@ latest AS (
 final AS (
     SELECT k.doc_id, k.relevance, l.latest_rank,
            CASE WHEN l.latest_rank IS NOT NULL
-                THEN (SELECT max(relevance) FROM kept) * (2.0 - (l.latest_rank - 1.0) / l.n_latest)
+                THEN k.best_relevance * (2.0 - (l.latest_rank - 1.0) / l.n_latest)
                 ELSE k.relevance END AS score
     FROM kept AS k
     LEFT JOIN latest AS l ON l.doc_id = k.doc_id
