@@ -134,6 +134,20 @@ def fake_llm(monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
     return llm
 
 
+
+@pytest.fixture
+def sample_db_with_questions(tmp_path: Path, sample_workspace: Path, fake_llm: FakeLLM) -> Path:
+    """The sample KB imported with a 64-d fake embedder and three HyPE
+    questions per document from the fake LLM, in a closed file."""
+    from kbstore import KnowledgeStore
+
+    fake_llm.answer = lambda prompt: ("What does this note say?\nWhich project is it about?\n"
+                                      f"Why does it matter? {len(prompt) % 7}")
+    db = tmp_path / "kb.sqlite"
+    with KnowledgeStore.open(db, FakeEmbedder(64), hype=True) as store:
+        store.import_directory(sample_workspace)
+    return db
+
 @pytest.fixture
 def run_cli() -> Callable[..., Any]:
     """``run_cli(*args)``: the kbstore CLI through click's CliRunner (stdout and

@@ -23,13 +23,8 @@ DEEP = {"vec_k_doc": 4096, "vec_k_hype": 2048, "vec_plan": "bits"}
 
 
 @pytest.fixture
-def kb(tmp_path: Path, sample_workspace: Path, fake_llm) -> Iterator[KnowledgeStore]:  # type: ignore[no-untyped-def]
-    fake_llm.answer = lambda prompt: ("What does this note say?\nWhich project is it about?\n"
-                                      f"Why does it matter? {len(prompt) % 7}")
-    db = tmp_path / "kb.sqlite"
-    store = KnowledgeStore.open(db, FakeEmbedder(64), hype=True)
-    store.import_directory(sample_workspace)
-    store.close()
+def kb(tmp_path: Path, sample_db_with_questions: Path) -> Iterator[KnowledgeStore]:
+    db = sample_db_with_questions
     cells = tmp_path / "cells.sqlite"
     info = build_cells(db, cells, cell_size=4, sample=1000, iters=5)
     assert info["doc"]["cells"] >= 2 and info["hype"]["cells"] >= 4

@@ -9,17 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.vector_layout_ab import DATA_ARMS, VEC0_ARMS, search_ab, write_ab
-from kbstore import FakeEmbedder, KnowledgeStore
 
 
-def test_vec_slice_forms_return_todays_rows(tmp_path: Path, sample_workspace: Path,
-                                             fake_llm) -> None:  # type: ignore[no-untyped-def]
-    fake_llm.answer = lambda prompt: ("What does this note say?\nWhich project is it about?\n"
-                                      f"Why does it matter? {len(prompt) % 7}")
-    db = tmp_path / "kb.sqlite"
-    store = KnowledgeStore.open(db, FakeEmbedder(64), hype=True)
-    store.import_directory(sample_workspace)
-    store.close()
+def test_vec_slice_forms_return_todays_rows(sample_db_with_questions: Path) -> None:
+    db = sample_db_with_questions
     result = search_ab(db, dim=64, queries=4, rounds=1)
     assert set(result) >= {"hype KNN (400 candidates) rescored, top 40",
                            "every question of 40 documents (hype_scored)",

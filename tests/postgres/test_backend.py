@@ -5,10 +5,12 @@ plain SQL, and the picobot adapter on a URL."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -139,22 +141,32 @@ def _tag_rank(store: KnowledgeStore, query: str, path: str) -> int | None:
     return rank
 
 
+@contextlib.contextmanager
+def _c_locale_database(server: pg_server.Server) -> Iterator[str]:
+    """A new database with LC_CTYPE "C" (and pgvector), dropped afterwards."""
+    from psycopg import sql
+
+    name = f"kbstore_test_c_{pg_server.unique_kb_name()}"
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' "
+                             "LC_COLLATE 'C' LC_CTYPE 'C'").format(sql.Identifier(name)))
+    database = pg_server.with_database(server.url, name)
+    try:
+        with psycopg.connect(database, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield database
+    finally:
+        pg_server.drop_database(database, server.url)
+
+
 def test_tags_fold_as_python_lowers_them_whatever_the_database_locale(
         pg_server_handle: pg_server.Server) -> None:
     """Under LC_CTYPE "C" PostgreSQL's lower() folds ASCII only ("ÉTÉ" stays
     "ÉtÉ"): the backend writes the exact-tag rows itself with the query's
     rule, and a tag edited in psql (the trigger's lower()) is what doctor
     reports and --fix rewrites with that rule."""
-    from psycopg import sql
-
-    name = f"kbstore_test_c_{pg_server.unique_kb_name()}"
-    with psycopg.connect(pg_server_handle.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' "
-                             "LC_COLLATE 'C' LC_CTYPE 'C'").format(sql.Identifier(name)))
-    database = pg_server.with_database(pg_server_handle.url, name)
-    try:
+    with _c_locale_database(pg_server_handle) as database:
         with psycopg.connect(database, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             assert conn.execute("SELECT lower('ÉTÉ')").fetchone()[0] == "ÉtÉ"
         url = pg_server.kb_url(database, "clocale")
         with KnowledgeStore.open(url, FakeEmbedder(64), hype=False) as store:
@@ -169,8 +181,6 @@ def test_tags_fold_as_python_lowers_them_whatever_the_database_locale(
             assert fix(store).ok
             assert sorted(_sql(url, "SELECT tag FROM document_tags")) == [("x",), ("κόσμος",)]
             assert _tag_rank(store, "κόσμος", "domains/summer.md") == 1
-    finally:
-        pg_server.drop_database(database, pg_server_handle.url)
 
 
 def test_non_string_tags_edited_in_psql_are_reported_and_the_rest_still_checked(
@@ -204,16 +214,8 @@ def test_full_text_folds_case_in_python_under_a_c_locale_database(
     text folded in Python (migration 0004), so lower-case queries meet
     capitals as on SQLite. Text edited in psql gets the server's folding
     (the trigger), which doctor reports (fts_fold) and --fix folds again."""
-    from psycopg import sql
-
-    name = f"kbstore_test_c_{pg_server.unique_kb_name()}"
-    with psycopg.connect(pg_server_handle.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' "
-                             "LC_COLLATE 'C' LC_CTYPE 'C'").format(sql.Identifier(name)))
-    database = pg_server.with_database(pg_server_handle.url, name)
-    try:
+    with _c_locale_database(pg_server_handle) as database:
         with psycopg.connect(database, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             assert conn.execute("SELECT to_tsvector('simple', 'ÉCOLE')::text").fetchone()[0] \
                 == "'École':1"
         url = pg_server.kb_url(database, "cfold")
@@ -235,5 +237,3 @@ def test_full_text_folds_case_in_python_under_a_c_locale_database(
             assert after.ok, [c.name for c in after.problems]
             assert any("from folded text" in a for a in after.fixed)
             assert _fts_rank(store, "été", "a/other.md") == 1
-    finally:
-        pg_server.drop_database(database, pg_server_handle.url)
