@@ -33,13 +33,18 @@ class Removal:
 
 def plan_removal(workspace: str | os.PathLike[str], gone: list[str], stored: int, *,
                  folder_empty: bool, prune: bool | None,
-                 empty_reason: str = "", unread: Iterable[str] = ()) -> Removal:
+                 empty_reason: str = "", unread: Iterable[str] = (),
+                 recently_deleted: int = 0, recent: str = "") -> Removal:
     """Split ``gone`` (stored documents whose files were not found) into what
     to delete and what to keep. ``stored``: documents in the store;
     ``folder_empty``: the folder holds no documents (or is missing), said
     as ``empty_reason`` when given; ``unread``: folders (as document-path
     prefixes, 'projects/work') the scan did not look into -- unreadable or
-    symlinked -- whose documents are therefore not known to be gone."""
+    symlinked -- whose documents are therefore not known to be gone;
+    ``recently_deleted``: documents deleted just before by the same rule
+    (a watcher's earlier batches, ``recent`` says when), counted with
+    ``gone`` so a removal made a few files at a time stops where one made at
+    once would."""
     root = Path(workspace)
     if not gone or prune is True:
         return Removal(delete=list(gone))
@@ -53,9 +58,11 @@ def plan_removal(workspace: str | os.PathLike[str], gone: list[str], stored: int
     reasons = [f"folder {', '.join(sorted(u for u, paths in not_read.items() if paths))} "
                "not read"] if held else []
     rest = [p for p in gone if p not in held]
-    if len(rest) >= MASS_DELETE_SHARE * stored and len(rest) >= MASS_DELETE_MIN:
+    total = len(rest) + recently_deleted
+    if total >= MASS_DELETE_SHARE * (stored + recently_deleted) and total >= MASS_DELETE_MIN:
+        more = f" after {recently_deleted} deleted {recent}" if recently_deleted else ""
         return Removal(keep=list(gone), reason="; ".join(
-            [f"{len(rest)} of {stored} documents would be deleted", *reasons]))
+            [f"{len(rest)} of {stored} documents would be deleted{more}", *reasons]))
     unseen = [p for p in rest if section_missing(root, p)]
     if unseen:
         held.update(unseen)
