@@ -326,7 +326,8 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
 
 
 def read_fields(frontmatter: str | None) -> dict[str, Any]:
-    """The YAML nodes of the fields kbstore uses, by name (last one wins)."""
+    """The YAML nodes of the fields kbstore uses, by name; a used field
+    written twice is refused (which one was meant is a guess)."""
     if frontmatter is None:
         return {}
     import yaml
@@ -344,19 +345,26 @@ def read_fields(frontmatter: str | None) -> dict[str, Any]:
         raise InvalidDocumentError(
             f"frontmatter must be 'key: value' lines, not {_node_kind(root)}")
     fields: dict[str, Any] = {}
+    lines: dict[str, int] = {}
     for key, value in root.value:
         if isinstance(key, yaml.ScalarNode) and key.value in _USED_FIELDS:
-            fields[key.value] = value
+            line = key.start_mark.line + 1  # the text starts with the opening line's end
+            if key.value in fields:  # YAML would keep the last and drop the first unseen
+                raise InvalidDocumentError(
+                    f"frontmatter field '{key.value}' appears twice (lines "
+                    f"{lines[key.value]} and {line})")
+            fields[key.value], lines[key.value] = value, line
     return fields
 
 
 def _yaml_problem(exc: Exception) -> str:
-    """What is wrong and on which line of the file (the frontmatter starts on line 2)."""
+    """What is wrong and on which line of the file (the frontmatter text
+    starts with the end of the opening '---' line: its line n is the file's n + 1)."""
     problem = getattr(exc, "problem", None) or getattr(exc, "context", None)
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     if not problem:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return f"{problem} (line {mark.line + 2})" if mark is not None else str(problem)
+    return f"{problem} (line {mark.line + 1})" if mark is not None else str(problem)
 
 
 def _text_field(fields: dict[str, Any], name: str) -> str | None:
