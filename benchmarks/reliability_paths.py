@@ -1,8 +1,9 @@
 """Every write path under SIGKILL.
 
-Each path is one real command (``kbstore import``, ``hype``, ``reembed``,
-``doctor --fix``, ``import-jsonl``, ``import-npz``, ``export``, ``copy``) or
-API call (``upsert``, ``upsert_many``) run in a child process and killed at
+Each path is one real command (``kbstore import``, also removing files,
+``hype``, ``reembed``, ``doctor --fix``, ``import-jsonl``, ``import-npz``,
+``export``, ``copy``) or API call (``upsert``, ``upsert_many``, a watcher's
+reconcile) run in a child process and killed at
 a random moment inside its calibrated run time. After each kill the
 independent checker (:func:`benchmarks.reliability_check.check_store`, plain
 SQL) reads the file, the path's own rule is checked
@@ -34,7 +35,8 @@ from kbstore import KnowledgeStore
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASH_PATHS = ("upsert", "upsert_many", "import", "hype", "reembed", "doctor_fix",
-               "import_jsonl", "import_npz", "export_jsonl", "export_markdown", "copy")
+               "import_jsonl", "import_npz", "export_jsonl", "export_markdown", "copy",
+               "import_removals", "watch")
 
 
 # -- running one operation ---------------------------------------------------------------
@@ -45,6 +47,12 @@ def run_op(spec: dict[str, Any], *, child: bool) -> int:
     operations print ``c <k>`` once the first k documents are committed."""
     if spec["kind"] == "cli":
         return _cli(spec["argv"], child=child)
+    if spec["kind"] == "watch":
+        from kbstore.watch import Watcher
+
+        with open_store(spec["db"], hype=spec["hype"]) as store:
+            Watcher(spec["ws"], store, settle_s=0.0).reconcile_all()
+        return 0
     docs = make_docs(range(spec["n"]), spec["marker"])
     with open_store(spec["db"], hype=spec["hype"]) as store:
         if spec["kind"] == "upsert":
@@ -94,6 +102,7 @@ def op_child(spec_json: str, go: str | None) -> None:
     import kbstore.exchange  # noqa: F401
     import kbstore.exchange_npz  # noqa: F401
     import kbstore.hype_jobs  # noqa: F401
+    import kbstore.watch  # noqa: F401
 
     with fake_hype():
         ready_and_wait(go)

@@ -142,6 +142,47 @@ class FolderImport(WritePath):
         return {"kind": "cli", "argv": ["import", "--db", str(self.db), "--hype", str(self.ws)]}
 
 
+class ImportRemovals(FolderImport):
+    """`kbstore import` where every run also removes a fifth of the files
+    (and brings back the fifth the previous run removed): a kill may leave
+    each document in its old state or its new one -- present with the old
+    or new version, or deleted -- never anything else."""
+
+    @staticmethod
+    def present(gen: int, i: int) -> bool:
+        return gen < 0 or (i + gen) % 5 != 0
+
+    def prepare(self, gen: int) -> None:
+        keep = [i for i in range(self.n) if self.present(gen, i)]
+        for i in range(self.n):
+            if not self.present(gen, i):
+                (self.ws / "knowledge" / doc_path(i)).unlink(missing_ok=True)
+        for i in keep:
+            write_workspace(self.ws, range(i, i + 1), marker(gen))
+
+    def lost(self, gen: int, committed: int) -> list[str]:
+        now = contents(self.db)
+        problems = []
+        for i in range(self.n):
+            path = doc_path(i)
+            have = next(iter(markers(now[path][0])), "?") if path in now else None
+            new = marker(gen) if self.present(gen, i) else None
+            ok = {new} if committed == self.n else {
+                marker(gen - 1) if self.present(gen - 1, i) else None, new}
+            if have not in ok:
+                problems.append(f"{path}: {have}, expected {sorted(map(str, ok))}")
+        return problems + [f"{p}: unexpected" for p in now
+                           if p not in {doc_path(i) for i in range(self.n)}]
+
+
+class WatchReconcile(ImportRemovals):
+    """The watcher's catch-up reconcile of the same changes (edits and a
+    fifth of the files removed), killed at any moment."""
+
+    def spec(self, gen: int) -> dict[str, Any]:
+        return {"kind": "watch", "db": str(self.db), "ws": str(self.ws), "hype": True}
+
+
 class NpzImport(FolderImport):
     def prepare(self, gen: int) -> None:
         super().prepare(gen)
@@ -342,5 +383,5 @@ PATHS: dict[str, type[WritePath]] = {
     "upsert": Upsert, "upsert_many": UpsertMany, "import": FolderImport, "hype": HypeJob,
     "reembed": Reembed, "doctor_fix": DoctorFix, "import_jsonl": JsonlImport,
     "import_npz": NpzImport, "export_jsonl": ExportJsonl, "export_markdown": ExportMarkdown,
-    "copy": Copy,
+    "copy": Copy, "import_removals": ImportRemovals, "watch": WatchReconcile,
 }
