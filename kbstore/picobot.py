@@ -220,7 +220,7 @@ class KnowledgeBase:
         body = content.strip()
         if not body.startswith("# "):
             body = f"# {title}\n\n{body}" if body else f"# {title}"
-        for _ in range(STORE_ROUNDS):
+        for _ in range(MAX_SAME_SLUG):  # each miss means another writer took a name
             rel, target, new = self._file_for(topic, stem, title)
             created = None if new else _existing_created(target)
             created = created or today
