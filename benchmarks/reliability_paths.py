@@ -1,8 +1,9 @@
 """Every write path under SIGKILL.
 
-Each path is one real command (``kbstore import``, ``hype``, ``reembed``,
-``doctor --fix``, ``import-jsonl``, ``import-npz``, ``export``, ``copy``) or
-API call (``upsert``, ``upsert_many``) run in a child process and killed at
+Each path is one real command (``kbstore import``, also removing files,
+``hype``, ``reembed``, ``doctor --fix``, ``import-jsonl``, ``import-npz``,
+``export``, ``copy``) or API call (``upsert``, ``upsert_many``, a watcher's
+reconcile, picobot's ``store``) run in a child process and killed at
 a random moment inside its calibrated run time. After each kill the
 independent checker (:func:`benchmarks.reliability_check.check_store`, plain
 SQL) reads the file, the path's own rule is checked
@@ -27,14 +28,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.reliability_docs import fake_hype, make_docs, open_store
+from benchmarks.reliability_docs import DIM, fake_hype, make_docs, open_store
 from benchmarks.reliability_workers import ready_and_wait
 from benchmarks.reliability_write_paths import PATHS, WritePath
-from kbstore import KnowledgeStore
+from kbstore import FakeEmbedder, KnowledgeStore
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASH_PATHS = ("upsert", "upsert_many", "import", "hype", "reembed", "doctor_fix",
-               "import_jsonl", "import_npz", "export_jsonl", "export_markdown", "copy")
+               "import_jsonl", "import_npz", "export_jsonl", "export_markdown", "copy",
+               "import_removals", "watch", "picobot_store")
 
 
 # -- running one operation ---------------------------------------------------------------
@@ -45,6 +47,23 @@ def run_op(spec: dict[str, Any], *, child: bool) -> int:
     operations print ``c <k>`` once the first k documents are committed."""
     if spec["kind"] == "cli":
         return _cli(spec["argv"], child=child)
+    if spec["kind"] == "picobot_store":
+        from kbstore.picobot import KnowledgeBase
+
+        with KnowledgeBase(workspace=spec["ws"], db=spec["db"], embedder=FakeEmbedder(DIM),
+                           hype=spec["hype"]) as kb:
+            for k, doc in enumerate(make_docs(range(spec["n"]), spec["marker"]), start=1):
+                title = f"doc {doc.path.removeprefix('projects/doc-').removesuffix('.md')}"
+                assert kb.store("projects", title, doc.body, doc.tags) == doc.path
+                if child:
+                    print(f"c {k}", flush=True)
+        return 0
+    if spec["kind"] == "watch":
+        from kbstore.watch import Watcher
+
+        with open_store(spec["db"], hype=spec["hype"]) as store:
+            Watcher(spec["ws"], store, settle_s=0.0).reconcile_all()
+        return 0
     docs = make_docs(range(spec["n"]), spec["marker"])
     with open_store(spec["db"], hype=spec["hype"]) as store:
         if spec["kind"] == "upsert":
@@ -94,6 +113,8 @@ def op_child(spec_json: str, go: str | None) -> None:
     import kbstore.exchange  # noqa: F401
     import kbstore.exchange_npz  # noqa: F401
     import kbstore.hype_jobs  # noqa: F401
+    import kbstore.picobot  # noqa: F401
+    import kbstore.watch  # noqa: F401
 
     with fake_hype():
         ready_and_wait(go)

@@ -81,17 +81,7 @@ class WritePath:
         now = contents(self.db)
         if not self.content:
             return _diff(self.before["contents"], now)
-        problems = []
-        allowed_old = marker(gen - 1)
-        for i in range(self.n):
-            path = doc_path(i)
-            have = next(iter(markers(now[path][0])), "?") if path in now else None
-            ok = {marker(gen)} if i < committed else {allowed_old, marker(gen)}
-            if have not in ok:
-                problems.append(f"{path}: {have}, expected {sorted(ok)}")
-        problems += [f"{p}: unexpected" for p in now if p not in
-                     {doc_path(i) for i in range(self.n)}]
-        return problems
+        return _markers_as_planned(now, self.n, gen, committed)
 
     def finished(self, gen: int) -> bool:
         """The killed run had already done everything (nothing to resume)."""
@@ -105,6 +95,20 @@ class WritePath:
         else:
             problems += self.lost(gen, 0)
         return problems
+
+
+def _markers_as_planned(now: dict[str, Any], n: int, gen: int, committed: int) -> list[str]:
+    """Documents 0..committed-1 at version ``gen``, the others at ``gen`` or
+    the one before; nothing else stored."""
+    problems = []
+    for i in range(n):
+        path = doc_path(i)
+        have = next(iter(markers(now[path][0])), "?") if path in now else None
+        ok = {marker(gen)} if i < committed else {marker(gen - 1), marker(gen)}
+        if have not in ok:
+            problems.append(f"{path}: {have}, expected {sorted(ok)}")
+    return problems + [f"{p}: unexpected" for p in now if p not in
+                       {doc_path(i) for i in range(n)}]
 
 
 def _diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -140,6 +144,68 @@ class FolderImport(WritePath):
 
     def spec(self, gen: int) -> dict[str, Any]:
         return {"kind": "cli", "argv": ["import", "--db", str(self.db), "--hype", str(self.ws)]}
+
+
+class ImportRemovals(FolderImport):
+    """`kbstore import` where every run also removes a fifth of the files
+    (and brings back the fifth the previous run removed): a kill may leave
+    each document in its old state or its new one -- present with the old
+    or new version, or deleted -- never anything else."""
+
+    @staticmethod
+    def present(gen: int, i: int) -> bool:
+        return gen < 0 or (i + gen) % 5 != 0
+
+    def prepare(self, gen: int) -> None:
+        keep = [i for i in range(self.n) if self.present(gen, i)]
+        for i in range(self.n):
+            if not self.present(gen, i):
+                (self.ws / "knowledge" / doc_path(i)).unlink(missing_ok=True)
+        for i in keep:
+            write_workspace(self.ws, range(i, i + 1), marker(gen))
+
+    def lost(self, gen: int, committed: int) -> list[str]:
+        now = contents(self.db)
+        problems = []
+        for i in range(self.n):
+            path = doc_path(i)
+            have = next(iter(markers(now[path][0])), "?") if path in now else None
+            new = marker(gen) if self.present(gen, i) else None
+            ok = {new} if committed == self.n else {
+                marker(gen - 1) if self.present(gen - 1, i) else None, new}
+            if have not in ok:
+                problems.append(f"{path}: {have}, expected {sorted(map(str, ok))}")
+        return problems + [f"{p}: unexpected" for p in now
+                           if p not in {doc_path(i) for i in range(self.n)}]
+
+
+class WatchReconcile(ImportRemovals):
+    """The watcher's catch-up reconcile of the same changes (edits and a
+    fifth of the files removed), killed at any moment."""
+
+    def spec(self, gen: int) -> dict[str, Any]:
+        return {"kind": "watch", "db": str(self.db), "ws": str(self.ws), "hype": True}
+
+
+class PicobotStore(WritePath):
+    """picobot's ``KnowledgeBase.store`` (also the MCP store tool): a file
+    written in the workspace, then indexed, one entry after another; the
+    version marker is in the body (the title names the file)."""
+
+    content = api = True
+
+    def setup(self) -> None:
+        (self.ws / "knowledge" / "projects").mkdir(parents=True, exist_ok=True)
+        super().setup()
+
+    def spec(self, gen: int) -> dict[str, Any]:
+        return {"kind": "picobot_store", "db": str(self.db), "ws": str(self.ws), "n": self.n,
+                "marker": marker(gen), "hype": True}
+
+    def lost(self, gen: int, committed: int) -> list[str]:
+        now = {path: (f"{title} {body}", body, tags)
+               for path, (title, body, tags) in contents(self.db).items()}
+        return _markers_as_planned(now, self.n, gen, committed)
 
 
 class NpzImport(FolderImport):
@@ -342,5 +408,6 @@ PATHS: dict[str, type[WritePath]] = {
     "upsert": Upsert, "upsert_many": UpsertMany, "import": FolderImport, "hype": HypeJob,
     "reembed": Reembed, "doctor_fix": DoctorFix, "import_jsonl": JsonlImport,
     "import_npz": NpzImport, "export_jsonl": ExportJsonl, "export_markdown": ExportMarkdown,
-    "copy": Copy,
+    "copy": Copy, "import_removals": ImportRemovals, "watch": WatchReconcile,
+    "picobot_store": PicobotStore,
 }

@@ -220,6 +220,26 @@ def _record(record: Any, fingerprint: dict[str, Any], dim: int,
     return doc, provided
 
 
+# Files that are not JSONL at all, by their first bytes: read line by line,
+# each was thousands of "not UTF-8 text" skips and "imported 0".
+_PACKED = ((b"\x1f\x8b", "gzip-compressed: gunzip it first"),
+           (b"PK\x03\x04", "a zip archive: unzip it first"),
+           (b"SQLite format 3\x00", "a SQLite database, not an export: `kbstore copy SRC DST` "
+                                    "copies a knowledge base"))
+
+
+def _refuse_packed(file: str | os.PathLike[str]) -> None:
+    try:
+        with open(file, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return  # the open below names the problem
+    for magic, what in _PACKED:
+        if head.startswith(magic):
+            raise ExchangeError(f"{file} is {what}; import-jsonl reads the JSONL text "
+                                "`kbstore export --format jsonl` writes")
+
+
 def _read_jsonl(file: str | os.PathLike[str] | IO[str], report: JsonlReport
                 ) -> Iterator[tuple[str, Any]]:
     handle: IO[str]
@@ -228,6 +248,7 @@ def _read_jsonl(file: str | os.PathLike[str] | IO[str], report: JsonlReport
     elif str(file) == "-":
         handle, name, close = sys.stdin, "<stdin>", False
     else:
+        _refuse_packed(file)
         handle = open(file, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
         name, close = str(file), True
     try:

@@ -73,10 +73,12 @@ def sweep_stale(target: Path) -> int:
     return removed
 
 
-def atomic_write(path: Path, text: str, *, sweep: bool = True) -> None:
+def atomic_write(path: Path, text: str, *, sweep: bool = True, replace: bool = True) -> None:
     """Write via a temp file in the same folder + os.replace: readers see the
     old file or the new one, never half of one. The temp name does not end in
-    .md, so a crash never leaves a half-written document to be indexed."""
+    .md, so a crash never leaves a half-written document to be indexed.
+    ``replace=False``: only create ``path``; FileExistsError if it exists
+    (also when another process made it a moment ago)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if sweep:  # (a fresh export folder has nothing to sweep)
         sweep_stale(path)
@@ -86,11 +88,29 @@ def atomic_write(path: Path, text: str, *, sweep: bool = True) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _create_from(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _create_from(tmp: str, path: Path) -> None:
+    """Move ``tmp`` to ``path`` only if ``path`` does not exist: a hard link
+    fails atomically when it does; where links are not supported, an
+    exclusively created placeholder claims the name first."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def _same_file(a: Path, b: Path) -> bool:

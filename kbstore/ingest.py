@@ -326,7 +326,8 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
 
 
 def read_fields(frontmatter: str | None) -> dict[str, Any]:
-    """The YAML nodes of the fields kbstore uses, by name (last one wins)."""
+    """The YAML nodes of the fields kbstore uses, by name; a used field
+    written twice is refused (which one was meant is a guess)."""
     if frontmatter is None:
         return {}
     import yaml
@@ -344,19 +345,26 @@ def read_fields(frontmatter: str | None) -> dict[str, Any]:
         raise InvalidDocumentError(
             f"frontmatter must be 'key: value' lines, not {_node_kind(root)}")
     fields: dict[str, Any] = {}
+    lines: dict[str, int] = {}
     for key, value in root.value:
         if isinstance(key, yaml.ScalarNode) and key.value in _USED_FIELDS:
-            fields[key.value] = value
+            line = key.start_mark.line + 1  # the text starts with the opening line's end
+            if key.value in fields:  # YAML would keep the last and drop the first unseen
+                raise InvalidDocumentError(
+                    f"frontmatter field '{key.value}' appears twice (lines "
+                    f"{lines[key.value]} and {line})")
+            fields[key.value], lines[key.value] = value, line
     return fields
 
 
 def _yaml_problem(exc: Exception) -> str:
-    """What is wrong and on which line of the file (the frontmatter starts on line 2)."""
+    """What is wrong and on which line of the file (the frontmatter text
+    starts with the end of the opening '---' line: its line n is the file's n + 1)."""
     problem = getattr(exc, "problem", None) or getattr(exc, "context", None)
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     if not problem:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return f"{problem} (line {mark.line + 2})" if mark is not None else str(problem)
+    return f"{problem} (line {mark.line + 1})" if mark is not None else str(problem)
 
 
 def _text_field(fields: dict[str, Any], name: str) -> str | None:
@@ -415,15 +423,45 @@ def _inside(root: Path, file: Path) -> bool:
     return True
 
 
-def _walk_md(top: Path) -> Iterator[Path]:
-    # followlinks=False: a symlinked directory is never descended into; it is
-    # yielded itself so the import report says why its files are missing.
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+SYMLINKED_DIR = "symlinked directory (not followed)"
+BROKEN_SYMLINK = "broken symlink (its target is missing)"
+
+
+def _dangling(path: str) -> bool:
+    return os.path.islink(path) and not os.path.exists(path)
+
+
+def _unread(exc: OSError) -> str:
+    return f"folder could not be read ({exc.strerror or type(exc).__name__})"
+
+
+def _walk_md(top: Path) -> Iterator[tuple[Path, str]]:
+    """(markdown file, '') and (folder, why it was not looked into).
+
+    followlinks=False: a symlinked directory is never descended into; it is
+    yielded itself, as is a folder that cannot be listed (permissions, a
+    vanished mount: os.walk would skip it silently), so the import report
+    says why its files are missing -- and the documents stored from it are
+    kept, not deleted as gone."""
+    errors: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(top, onerror=errors.append, followlinks=False):
+        yield from _folder_errors(errors)
         dirnames.sort()
-        yield from (Path(dirpath) / n for n in dirnames if os.path.islink(os.path.join(dirpath, n)))
+        yield from ((Path(dirpath) / n, SYMLINKED_DIR) for n in dirnames
+                    if os.path.islink(os.path.join(dirpath, n)))
         for name in sorted(filenames):
             if name.lower().endswith(".md"):
-                yield Path(dirpath) / name
+                yield Path(dirpath) / name, ""
+            elif _dangling(os.path.join(dirpath, name)):  # a folder's link, its disk unmounted?
+                yield Path(dirpath) / name, BROKEN_SYMLINK
+    yield from _folder_errors(errors)
+
+
+def _folder_errors(errors: list[OSError]) -> Iterator[tuple[Path, str]]:
+    while errors:
+        exc = errors.pop(0)
+        if exc.filename is not None:
+            yield Path(os.fsdecode(exc.filename)), _unread(exc)
 
 
 def knowledge_root(workspace: Path) -> Path:
@@ -448,7 +486,9 @@ def section_missing(workspace: str | os.PathLike[str], rel: str) -> bool:
 
 
 def scan_workspace(workspace: str | os.PathLike[str]) -> Iterator[tuple[str, Path | None, str]]:
-    """Yield (document path, file, skip reason or '') for every candidate file."""
+    """Yield (document path, file, skip reason or '') for every candidate
+    file, and (folder path, folder, reason) for a folder not looked into
+    (symlinked, unreadable): documents stored under it are not gone."""
     root = Path(workspace)
     if not root.is_dir():
         raise InvalidDocumentError(f"not a directory: {root}")
@@ -457,25 +497,33 @@ def scan_workspace(workspace: str | os.PathLike[str]) -> Iterator[tuple[str, Pat
         top = kroot / topic
         if not top.is_dir() or top.is_symlink():
             continue
-        for file in _walk_md(top):
+        for file, folder_reason in _walk_md(top):
             rel = file.relative_to(kroot).as_posix()
-            if file.name.lower() in EXCLUDED_NAMES:
+            if not folder_reason and file.name.lower() in EXCLUDED_NAMES:
                 continue
-            yield _printable(rel), file, _skip_reason(kroot, file, rel)
+            yield _printable(rel), file, folder_reason or _skip_reason(kroot, file, rel)
     skills = root / SKILLS_TOPIC
     if skills.is_dir() and not skills.is_symlink():
-        for skill_dir in sorted(p for p in skills.iterdir() if p.is_dir()):
+        try:
+            skill_dirs = sorted(p for p in skills.iterdir() if p.is_dir())
+        except OSError as exc:
+            yield SKILLS_TOPIC, skills, _unread(exc)
+            return
+        for skill_dir in skill_dirs:
             file = skill_dir / "SKILL.md"
-            if file.is_file():
-                rel = f"{SKILLS_TOPIC}/{skill_dir.name}/SKILL.md"
+            rel = f"{SKILLS_TOPIC}/{skill_dir.name}/SKILL.md"
+            try:
+                present = file.is_file()
+            except OSError as exc:
+                yield _printable(f"{SKILLS_TOPIC}/{skill_dir.name}"), skill_dir, _unread(exc)
+                continue
+            if present:
                 yield _printable(rel), file, _skip_reason(root, file, rel)
 
 
 def _skip_reason(root: Path, file: Path, rel: str) -> str:
     if not _is_utf8(rel):
         return "file name is not valid UTF-8"
-    if file.is_symlink() and file.is_dir():
-        return "symlinked directory (not followed)"
     return "" if _inside(root, file) else "symlink points outside the root"
 
 

@@ -66,8 +66,12 @@ def list_documents(store: Any, topic: str | None = None, recent: int = 20) -> li
 
 
 def _first_line(exc: BaseException) -> str:
+    """What a client is told about an error: its first line, redacted (an
+    agent's transcript is logged and sent on like kbstore's own log)."""
+    from .redact import redact
+
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return redact(text.splitlines()[0]) if text else type(exc).__name__
 
 
 class KnowledgeService:

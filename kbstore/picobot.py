@@ -29,6 +29,7 @@ __all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]
 # Re-index rounds after a store(): another process may rewrite the same file
 # between our write and our index; the last writer's file must win.
 STORE_ROUNDS = 5
+MAX_SAME_SLUG = 1000  # titles sharing one file name: c-tips.md, c-tips-2.md, ...
 
 DEFAULT_DATA_DIR = Path("~/.picobot/data")
 DEFAULT_WORKSPACE = Path("~/.picobot/workspace")
@@ -204,7 +205,8 @@ class KnowledgeBase:
         """Write ``<topic>/<slug>.md`` (journal: ``journal/<date>-<slug>.md``),
         then index it. Returns the document path relative to the knowledge
         folder. Storing the same title again updates the file, keeping
-        ``created``."""
+        ``created``; another title with the same slug gets ``<slug>-2.md``
+        (a file is never written over with another title's entry)."""
         topic, title = check_topic(topic), check_title(title)
         if not isinstance(content, str):
             raise InvalidDocumentError("content must be a string")
@@ -212,28 +214,56 @@ class KnowledgeBase:
             raise InvalidDocumentError("content contains a NUL byte")
         tag_list = normalize_tags(tags)
         today = _today()
-        name = f"{slugify(title)}.md"
-        if topic == "journal" and not name.startswith(today.isoformat()):
-            name = f"{today.isoformat()}-{name}"
-        rel = f"{topic}/{name}"
-        target = self.base / topic / name
+        stem = slugify(title)
+        if topic == "journal" and not stem.startswith(today.isoformat()):
+            stem = f"{today.isoformat()}-{stem}"
         body = content.strip()
         if not body.startswith("# "):
             body = f"# {title}\n\n{body}" if body else f"# {title}"
-        created = _existing_created(target) or today
-        meta = {"title": title, "topic": topic, "tags": tag_list, "created": created,
-                "updated": today}
-        # Refuse what the index would refuse before a file exists that every
-        # later import would skip (e.g. a 5,000-character title).
-        make_document(rel, title=title, body=body, tags=tag_list, created=created,
-                      updated=today)
-        atomic_write(target, render_markdown(meta, body))
+        for _ in range(MAX_SAME_SLUG):  # each miss means another writer took a name
+            rel, target, new = self._file_for(topic, stem, title)
+            created = None if new else _existing_created(target)
+            created = created or today
+            meta = {"title": title, "topic": topic, "tags": tag_list, "created": created,
+                    "updated": today}
+            # Refuse what the index would refuse before a file exists that every
+            # later import would skip (e.g. a 5,000-character title).
+            make_document(rel, title=title, body=body, tags=tag_list, created=created,
+                          updated=today)
+            try:
+                atomic_write(target, render_markdown(meta, body), replace=not new)
+                break
+            except FileExistsError:  # another process took the name: look again
+                continue
+        else:
+            raise InvalidDocumentError(f"could not find a free file name for {title!r} in "
+                                       f"{self.base / topic}")
         try:
             self._index_file(target, rel)
         except BaseException:
             self._reconciled = False  # the next search repairs the index
             raise
         return rel
+
+    def _file_for(self, topic: str, stem: str, title: str) -> tuple[str, Path, bool]:
+        """(document path, file, is it new) for ``title``: the first of
+        ``stem.md``, ``stem-2.md``, ... that is free or holds the same title
+        (case and spacing aside). A file of another title -- 'C++ tips' and
+        'C# tips' share a slug -- or one that cannot be read is never
+        written over."""
+        wanted = title.casefold().split()
+        for n in range(1, MAX_SAME_SLUG + 1):
+            name = f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
+            rel, target = f"{topic}/{name}", self.base / topic / name
+            if not os.path.lexists(target):
+                return rel, target, True
+            try:
+                if parse_file(target, rel).title.casefold().split() == wanted:
+                    return rel, target, False
+            except (InvalidDocumentError, OSError):
+                pass
+        raise InvalidDocumentError(f"{MAX_SAME_SLUG} files in {self.base / topic} already "
+                                   f"use the name {stem}.md; choose another title")
 
     def _index_file(self, target: Path, rel: str) -> None:
         """Index the file as it is on disk, then look again: if another

@@ -13,7 +13,10 @@ what *looks* secret by its place or its shape:
    INI, env assignments), ``"name": value`` (JSON, Python reprs) and
    ``Name: value`` (HTTP headers);
 4. the credential after ``Bearer`` / ``Basic``;
-5. long random-looking tokens: runs of 24+ of ``[A-Za-z0-9+/=_-]`` with 20+
+5. two well-known shapes too short or too dotted for rule 6: AWS access key
+   ids (``AKIA``/``ASIA`` + 16 capitals and digits, 20 characters) and JSON
+   web tokens (``eyJ...``.``eyJ...``.signature, whose parts are short);
+6. long random-looking tokens: runs of 24+ of ``[A-Za-z0-9+/=_-]`` with 20+
    letters/digits and 8+ distinct characters that are mostly not words.
    "Not words" is measured twice: how often the run switches between a lowercase word, a capital, an
    all-caps run and a number (camelCase and model names switch rarely;
@@ -85,6 +88,9 @@ _AUTH_SCHEME = r"(?:(?P<scheme>Basic|Bearer|Token|Digest|ApiKey|Key)[ \t]+)?"
 _COLON = _NAME + r"(?P<sep>[ \t]*:[ \t]*)" + _AUTH_SCHEME + _VALUE
 _BEARER = r"\b(?P<scheme>Bearer|Basic)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{8,}=*)"
 _TOKEN_RUN = r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{24,}"
+_KNOWN_SHAPES = (r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+                 r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}"
+                 r"\.[A-Za-z0-9_\-]*")
 _LETTERS = r"[A-Za-z]+"
 _HEX_RUN = r"[0-9a-fA-F\-]+"
 _CONTENT_HASH = r"[0-9a-f]{40}|[0-9a-f]{64}"
@@ -126,6 +132,7 @@ def redact(text: str, *, keep: Iterable[str] = (), env: Mapping[str, str] | None
     text = _rx(_EQUALS).sub(_named_value, text)
     text = _rx(_COLON).sub(_header_value, text)
     text = _rx(_BEARER).sub(_bearer_value, text)
+    text = _rx(_KNOWN_SHAPES).sub(PLACEHOLDER, text)
     return _rx(_TOKEN_RUN).sub(lambda m: PLACEHOLDER if _looks_random(m[0], keep) else m[0], text)
 
 

@@ -257,7 +257,8 @@ class KnowledgeStore:
         self.backend.checkpoint()  # a bulk write: fold the WAL back (and truncate it)
         stored = self.paths()
         removal = plan_removal(root, [p for p in stored if p not in seen], len(stored),
-                               folder_empty=not seen, prune=prune)
+                               folder_empty=not seen, prune=prune,
+                               unread=[s.path for s in report.skipped])
         if removal.keep:
             report.kept_missing, report.kept_reason = removal.keep, removal.reason
             log.warning("kept %d document(s) missing from %s (%s); pass prune=True "

@@ -12,9 +12,12 @@ delete and re-create, write in several chunks -- so an event says only
 changes while it is read or does not parse yet is read again after a short
 settle, and a deletion is confirmed after that settle too.
 
-Trust: a vanished ``knowledge/`` folder (renamed, unmounted, mid-sync) or a
-batch that would remove more than half of the indexed documents deletes
-nothing; a warning names the explicit way to remove them.
+Trust: a vanished ``knowledge/`` folder (renamed, unmounted, mid-sync), a
+folder replaced by a symlink (which an import does not follow), or a batch
+that would remove more than half of the indexed documents -- counting what
+was deleted in the last MASS_WINDOW_S, so files vanishing a few at a time
+stop where an import would -- deletes nothing; a warning names the explicit
+way to remove them.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ DEFAULT_DEBOUNCE_MS = 2000  # longest a burst of events is grouped before a reco
 DEFAULT_STEP_MS = 200       # quiet time that ends a burst
 DEFAULT_SETTLE_S = 0.3      # wait before re-reading a file caught mid-write / confirming a delete
 SETTLE_ROUNDS = 3
+MASS_WINDOW_S = 600.0       # deletions this recent count together against the half-store rule
 # Editors' and kbstore's own scratch files: never documents, never worth a
 # reconcile (vim .swp/4913 probes pass through and simply match no document).
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules"})
@@ -102,6 +106,8 @@ class Watcher:
         self.lock = lock if lock is not None else nullcontext()
         self.debounce_ms, self.step_ms, self.settle_s = debounce_ms, step_ms, settle_s
         self.on_report = on_report
+        self.mass_window_s = MASS_WINDOW_S
+        self._deletions: list[tuple[float, int]] = []  # (time.monotonic(), documents deleted)
         self.reconciles = 0
         self.ready = threading.Event()  # set once file events are being collected
         # The layout is fixed by what was there at start (or appeared later):
@@ -282,9 +288,15 @@ class Watcher:
             known = [rel for rel in rels if self.store.get(rel) is not None]
             if not known:
                 return
+            now = time.monotonic()
+            self._deletions = [(t, n) for t, n in self._deletions
+                               if now - t < self.mass_window_s]
             removal = plan_removal(
                 self.workspace, known, indexed, folder_empty=self.root_missing(), prune=None,
-                empty_reason=f"the knowledge folder under {self.workspace} is missing")
+                empty_reason=f"the knowledge folder under {self.workspace} is missing",
+                unread=self._symlinked_folders(known),
+                recently_deleted=sum(n for _t, n in self._deletions),
+                recent=f"in the last {self.mass_window_s / 60:g} minutes")
             if removal.keep:
                 log.warning("keeping %d document(s) whose files are gone (%s; a folder moved "
                             "or a sync in progress?); %s", len(removal.keep), removal.reason,
@@ -297,8 +309,23 @@ class Watcher:
                 more = len(removal.delete) - 20
                 log.info("deleting %d document(s) whose files are gone: %s%s",
                          len(removal.delete), shown, f" and {more} more" if more > 0 else "")
-            for rel in removal.delete:
-                report.deleted += int(self.store.delete(rel))
+            deleted = sum(int(self.store.delete(rel)) for rel in removal.delete)
+            report.deleted += deleted
+            if deleted:
+                self._deletions.append((now, deleted))
+
+    def _symlinked_folders(self, rels: list[str]) -> list[str]:
+        """The folders (document-path prefixes) of ``rels`` that are symlinks
+        -- an import never follows them, so their documents are not gone."""
+        found: set[str] = set()
+        for rel in rels:
+            base = self.workspace if rel.startswith(SKILLS_TOPIC + "/") else self._kroot()
+            parts = rel.split("/")[:-1]
+            for n in range(1, len(parts) + 1):
+                if base.joinpath(*parts[:n]).is_symlink():
+                    found.add("/".join(parts[:n]))
+                    break
+        return sorted(found)
 
     def reconcile_all(self) -> ReconcileReport:
         """The whole workspace (start-up catch-up), with the same trust rules."""

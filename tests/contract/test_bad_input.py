@@ -89,6 +89,12 @@ BAD_FILES = {
     "unterminated block": ("---\ntitle: Cut off mid-write\ntags: [a\n", "never closed"),
     "skill description is a list": (fm("name: s", "description: [a]"), None),
     "deep nesting": (fm("title: T", "x: " + "[" * 5000 + "]" * 5000), "YAML"),
+    "broken YAML names its line": (fm("title: T", "x: @bad", "tags: [a]"), "(line 3)"),
+    # YAML keeps the last of two equal keys: the first value would be dropped unseen
+    "title twice": (fm("title: Release checklist", "tags: [ops]", "title: Draft"),
+                    "'title' appears twice"),
+    "tags twice": (fm("title: T", "tags: [deploy, rollback]", "tags: [misc]"),
+                   "'tags' appears twice (lines 3 and 4)"),
 }
 
 

@@ -173,6 +173,31 @@ def test_jsonl_bad_records_are_skipped_with_line_and_reason(tmp_path, store):  #
     assert store.paths() == ["projects/g0.md", "projects/g1.md", "projects/g2.md"]
 
 
+@pytest.mark.parametrize("kind", ["gzip", "zip", "sqlite"])
+def test_jsonl_import_of_a_compressed_export_or_a_database_is_refused(  # type: ignore[no-untyped-def]
+        tmp_path, store, kind):
+    """A gzipped export (or a zip, or the SQLite file itself) was read line
+    by line: thousands of 'not UTF-8 text' skips, 'imported 0', exit 0."""
+    import gzip
+    import sqlite3
+
+    store.upsert("projects/kept.md", title="Kept", body="stays as it is")
+    plain = tmp_path / "export.jsonl"
+    export_jsonl(store, plain)
+    target = tmp_path / f"export.{kind}"
+    if kind == "gzip":
+        target.write_bytes(gzip.compress(plain.read_bytes()))
+    elif kind == "zip":
+        with zipfile.ZipFile(target, "w") as archive:
+            archive.write(plain, "export.jsonl")
+    else:
+        sqlite3.connect(target).execute("CREATE TABLE t (x)").connection.close()
+    hint = {"gzip": "gunzip", "zip": "unzip", "sqlite": "kbstore copy"}[kind]
+    with pytest.raises(ExchangeError, match=hint):
+        import_jsonl(store, target)
+    assert store.paths() == ["projects/kept.md"]
+
+
 def test_jsonl_unusable_vectors_are_embedded_instead(tmp_path, source, backend):  # type: ignore[no-untyped-def]
     out = tmp_path / "kb.jsonl"
     export_jsonl(source, out, include_vectors=True)

@@ -413,3 +413,31 @@ def test_any_arguments_give_a_result_or_a_one_line_error(indexed: tuple[Path, Pa
             jsonschema.validate(result, TOOL_SPECS[name].output_schema)
 
         check()
+
+
+@pytest.mark.parametrize("error", ["expected", "internal"])
+def test_a_tool_error_sent_to_the_agent_carries_no_secret(store: KnowledgeStore, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         error: str) -> None:
+    """The agent's transcript (often logged, often sent to an LLM provider)
+    gets the same redaction as kbstore's own log."""
+    from kbstore.errors import KBStoreError
+    from kbstore.mcp_server import build_server
+
+    key = "sk-proj-" + "Zq8XbN3vLmP0tR7sW2yK5jH9dF4gA1cE6uI3oB8nM0qT"
+    service = KnowledgeService(store, tmp_path)
+
+    def fail(name: str, arguments: Any) -> Any:
+        cls = KBStoreError if error == "expected" else RuntimeError
+        raise cls(f"upstream said: Incorrect API key provided: {key} (postgresql://u:pw1234@h)")
+
+    monkeypatch.setattr(service, "call", fail)
+
+    async def call() -> Any:
+        async with Client(build_server(service)) as client:
+            return await client.call_tool("status", {})
+
+    result = anyio.run(call)
+    text = " ".join(getattr(part, "text", "") for part in result.content)
+    assert result.is_error and "upstream said" in text
+    assert key not in text and "pw1234" not in text and "[redacted]" in text

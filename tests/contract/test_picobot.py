@@ -135,6 +135,35 @@ def test_store_writes_picobot_file_and_returns_its_path(kb, workspace, monkeypat
     assert not list((workspace / "knowledge").rglob("*.tmp"))  # temp files replaced
 
 
+def test_store_never_overwrites_another_title_with_the_same_file_name(kb, workspace):
+    """'C++ tips', 'C# tips' and 'C tips' all slug to c-tips.md (so do two
+    long titles that share their first 80 characters): each store replaced
+    the previous entry's file and index row, its content lost."""
+    long = "a very long title about the deployment of the home automation server " * 2
+    titles = ["C++ tips", "C# tips", "C tips", long + "part one", long + "part two"]
+    rels = [kb.store("projects", t, f"content of {t}") for t in titles]
+    assert len(set(rels)) == len(titles)
+    assert rels[:3] == ["projects/c-tips.md", "projects/c-tips-2.md", "projects/c-tips-3.md"]
+    for title, rel in zip(titles, rels, strict=True):
+        stored = kb.knowledge_store.get(rel)
+        assert (stored.title, stored.body.splitlines()[-1]) == (title, f"content of {title}")
+        assert title in (workspace / "knowledge" / rel).read_text(encoding="utf-8")
+    # the same title again still updates its own file, whichever name it got
+    assert kb.store("projects", "C# tips", "newer C# content") == "projects/c-tips-2.md"
+    assert kb.store("projects", "c++ TIPS", "newer C++ content") == "projects/c-tips.md"
+    assert "newer C++" in kb.knowledge_store.get("projects/c-tips.md").body
+    assert "content of C tips" in kb.knowledge_store.get("projects/c-tips-3.md").body
+    assert len(kb.knowledge_store) == len(titles)
+
+
+def test_store_never_overwrites_a_users_file_it_cannot_read(kb, workspace):
+    broken = workspace / "knowledge" / "projects" / "deploy-notes.md"
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_text("---\ntitle: [unclosed\n---\nmy own notes\n", encoding="utf-8")
+    assert kb.store("projects", "Deploy notes", "agent notes") == "projects/deploy-notes-2.md"
+    assert "my own notes" in broken.read_text(encoding="utf-8")
+
+
 def test_store_then_reindex_changes_nothing(kb):
     kb.store("domains", "Docker basics", "Images, containers, volumes.", tags="docker, ops")
     report = kb.reindex()

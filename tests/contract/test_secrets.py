@@ -76,6 +76,17 @@ FORMATS: dict[str, tuple[Callable[[int], str], Callable[[str], str]]] = {
     "Bearer": (
         lambda s: _rand(s, B62 + "-._~+/", 20 + s % 60),
         lambda k: f"401 from upstream; sent Authorization: Bearer {k}"),
+    # 20 characters: too short for the random-run rule
+    "AWS access key id AKIA": (
+        lambda s: "AKIA" + _rand(s, string.ascii_uppercase + string.digits, 16),
+        lambda k: f"BedrockException - UnrecognizedClientException: the key {k} is invalid"),
+    "AWS temporary key id ASIA": (
+        lambda s: "ASIA" + _rand(s, string.ascii_uppercase + string.digits, 16),
+        lambda k: f"botocore: credentials ({k}) have expired"),
+    "JSON web token": (
+        lambda s: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI" + _rand(s, B62, 6 + s % 20) + "In0."
+                  + _rand(s + 1, B62 + "-_", 43),
+        lambda k: f"vertex_ai: token {k} was rejected"),
 }
 
 

@@ -194,6 +194,40 @@ def test_most_documents_vanishing_at_once_is_kept(kb: Any) -> None:
     assert (report.deleted, report.kept) == (0, 20) and len(store) == 34
 
 
+def test_a_slow_mass_deletion_is_held_like_one_batch(kb: Any) -> None:
+    """Files vanishing a few at a time (a sync tool, a slow rm -r, a branch
+    switch) are counted together: the watcher stops where `kbstore import`
+    of the same folder would have stopped, not after the last file."""
+    store, ws, watcher = kb
+    files = [file for _rel, file, _r in scan_workspace(ws)]
+    reports = []
+    for file in files:
+        file.unlink()
+        reports.append(watcher.reconcile([file]))
+    deleted = sum(r.deleted for r in reports)
+    assert deleted < len(files) / 2 and len(store) == 34 - deleted
+    assert sum(r.kept for r in reports) == len(files) - deleted
+    watcher.mass_window_s = 0.0  # long after: one more removal is an ordinary one again
+    _write(ws / "knowledge/user/late.md", "Late", "written and removed later")
+    assert watcher.reconcile([ws / "knowledge/user/late.md"]).added == 1
+    (ws / "knowledge/user/late.md").unlink()
+    assert watcher.reconcile([ws / "knowledge/user/late.md"]).deleted == 1
+
+
+def test_a_subfolder_turned_into_a_dangling_symlink_is_kept(kb: Any, tmp_path: Path) -> None:
+    """A folder moved to another disk and linked back: when that disk is not
+    mounted the link dangles; an import keeps its documents, so does watch."""
+    store, ws, watcher = kb
+    folder = ws / "knowledge/projects/work"
+    for i in range(3):
+        _write(folder / f"w{i}.md", f"Work {i}", f"work note {i}")
+    assert watcher.reconcile([folder]).added == 3
+    shutil.move(folder, tmp_path / "disk-work")
+    folder.symlink_to(tmp_path / "unmounted" / "work", target_is_directory=True)
+    report = watcher.reconcile([folder])
+    assert (report.deleted, report.kept) == (0, 3) and len(store) == 37
+
+
 def test_a_section_folder_removed_or_moved_is_kept_until_pruned(
         kb: Any, caplog: pytest.LogCaptureFixture) -> None:
     """A whole section folder vanishing (moved, unmounted, mid-sync) is held

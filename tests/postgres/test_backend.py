@@ -237,3 +237,22 @@ def test_full_text_folds_case_in_python_under_a_c_locale_database(
             assert after.ok, [c.name for c in after.problems]
             assert any("from folded text" in a for a in after.fixed)
             assert _fts_rank(store, "été", "a/other.md") == 1
+
+
+def test_an_empty_schema_is_refused_by_writers_that_never_create(pg_url: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """An existing schema with no tables is what a missing knowledge base is
+    to doctor --fix, reembed, hype and migrate (as an empty file is on SQLite)."""
+    from psycopg import sql
+
+    url = pg_server.kb_url(pg_url, pg_server.unique_kb_name("empty"))
+    target = parse(url)
+    with psycopg.connect(target.conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(target.schema)))
+    for command in (("doctor", "--fix"), ("reembed", "--embedder", "fake"), ("hype", "--all"),
+                    ("migrate",)):
+        result = run_cli(command[0], "--db", url, *command[1:])
+        assert result.exit_code == 1 and "is empty" in result.stderr, (command, result.output)
+    assert _sql(url, "SELECT table_name FROM information_schema.tables "
+                     "WHERE table_schema = current_schema()") == []
+    result = run_cli("init", "--db", url, "--embedder", "fake")
+    assert result.exit_code == 0, result.output

@@ -8,6 +8,8 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbstore import FakeEmbedder
 from kbstore import picobot as picobot_module
@@ -46,3 +48,61 @@ def test_picobots_existing_test_pattern_works_offline(tmp_path: Path,
     assert kb.db_path == tmp_path / "data" / "kb.sqlite" and kb.db_path.is_file()
     assert kb.knowledge_store.embedder.fingerprint()["name"] == "fake"
     kb.close()
+
+
+SAME_SLUG = ["C tips", "C++ tips", "C# tips", "C! tips", "(C) tips", "C. tips", "C: tips",
+             "C? tips"]
+
+
+def test_agents_storing_titles_with_one_file_name_at_once_keep_every_entry(
+        tmp_path: Path) -> None:
+    """Eight processes' worth of KnowledgeBase objects store eight titles that
+    share the slug c-tips at the same moment: every entry keeps its own file
+    and index row (a name is only ever taken by creating the file)."""
+    import threading
+
+    ws, db = tmp_path / "ws", tmp_path / "kb.sqlite"
+    KnowledgeBase(workspace=ws, db=db, embedder=FakeEmbedder(64), hype=False).ensure_structure()
+    start, errors, rels = threading.Barrier(len(SAME_SLUG)), [], {}
+
+    def store(title: str) -> None:
+        with KnowledgeBase(workspace=ws, db=db, embedder=FakeEmbedder(64), hype=False) as kb:
+            start.wait()
+            try:
+                rels[title] = kb.store("projects", title, f"what {title} says")
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(f"{title}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=store, args=(t,)) for t in SAME_SLUG]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(set(rels.values())) == len(SAME_SLUG)
+    with KnowledgeBase(workspace=ws, db=db, embedder=FakeEmbedder(64), hype=False) as kb:
+        kb.reindex()
+        for title, rel in rels.items():
+            doc = kb.knowledge_store.get(rel)
+            assert doc.title == title and doc.body.endswith(f"what {title} says")
+        assert len(kb.knowledge_store) == len(SAME_SLUG)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(SAME_SLUG + ["c tips", "C  TIPS", "D tips", "c-tips 2"]),
+                min_size=1, max_size=12))
+def test_any_sequence_of_colliding_titles_keeps_one_file_per_title(titles: list[str]) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        with KnowledgeBase(workspace=ws, db=Path(tmp) / "kb.sqlite", embedder=FakeEmbedder(16),
+                           hype=False) as kb:
+            latest: dict[str, tuple[str, str]] = {}
+            for n, title in enumerate(titles):
+                rel = kb.store("projects", title, f"version {n} of {title}")
+                latest[" ".join(title.casefold().split())] = (rel, f"version {n} of {title}")
+            assert len({rel for rel, _ in latest.values()}) == len(latest)
+            for rel, body in latest.values():
+                assert kb.knowledge_store.get(rel).body.endswith(body)
+            files = list((ws / "knowledge" / "projects").glob("*.md"))
+            assert len(files) == len(latest) and len(kb.knowledge_store) == len(latest)

@@ -104,11 +104,11 @@ class PostgresBackend:
                 f"create ({', '.join(_known_tables(conn, target.schema))}); refusing to touch "
                 "it. Choose another knowledge base with ?kb=<name>.")
         _migrate.refuse_if_newer(target.schema, current)
-        if mode != "read":
-            _migrate.ensure_schema(conn, target.schema)
-        elif not current.applied:
+        if mode != "create" and not current.applied:  # an empty schema: none yet
             raise NotAKnowledgeBaseError(f"{where} is empty, not a kbstore knowledge base yet; "
                                          "create it with `kbstore init`")
+        if mode != "read":
+            _migrate.ensure_schema(conn, target.schema)
         elif current.pending:
             raise SchemaOutdatedError(
                 f"{where} has schema version {current.version}; this kbstore needs "

@@ -83,6 +83,11 @@ class SQLiteBackend:
             _migrations.check_ours(conn, str(path))
             current = _migrations.state(conn)
             _migrations.refuse_if_newer(conn, current)
+            if mode == "write" and not current.applied:
+                # A zero-byte or empty SQLite file is what a missing file is to a
+                # command that never creates one (a truncated store, a `touch`).
+                raise NotAKnowledgeBaseError(f"{path} is empty, not a kbstore database yet; "
+                                             "create it with `kbstore init`")
             if mode != "read":
                 try:
                     enable_writes(conn, settings)
