@@ -48,6 +48,10 @@ def damaged_ids(conn: Any) -> tuple[int, dict[str, set[int]]]:
         bits = {r[0]: r[1] for r in conn.execute("SELECT vector_id, doc_id FROM vectors")}
         floats = {r[0]: (r[1], r[2]) for r in conn.execute(
             "SELECT vector_id, doc_id, length(embedding) FROM vector_data")}
+        # schema v5: each float copy carries its sign bits (bit i, LSB first
+        # in each byte, set when component i > 0), what the search scans
+        sign_bits = {r[0]: (bytes(r[1]), r[2]) for r in conn.execute(
+            "SELECT vector_id, embedding, bits FROM vector_data")}
         questions = {(r[0], r[1]) for r in conn.execute(
             "SELECT doc_id, position FROM hype_questions")}
         derived = {(r[0], r[1]): (r[2], r[3], r[4]) for r in conn.execute(
@@ -94,6 +98,9 @@ def damaged_ids(conn: Any) -> tuple[int, dict[str, set[int]]]:
                                 if kind in ("doc_vector", "hype_vectors") and model != fp}
         | {v // SLOTS for v, (_, size) in floats.items() if size != 4 * (dim or 0)}
         | ({-1} if vec_dim is None or int(vec_dim.group(1)) != dim else set()),
+        "wrong_sign_bits": {v // SLOTS for v, (emb, b) in sign_bits.items()
+                            if len(emb) == 4 * (dim or 0) and (b is None or bytes(b) != np.packbits(
+                                np.frombuffer(emb, np.float32) > 0, bitorder="little").tobytes())},
         "tag_rows": {d for _, d in tags_want ^ tags_have},
         "half_written": {i for i, d in docs.items()
                          if len(markers(d.title) | markers(d.body)) > 1},

@@ -25,14 +25,14 @@ def _one_line_error(result, *needles: str) -> None:  # type: ignore[no-untyped-d
         assert needle in lines[0], lines[0]
 
 
-def test_init_reports_schema_v4_and_status_the_file(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_init_reports_schema_v5_and_status_the_file(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("init", "--db", db_path, "--embedder", "fake", "--dim", "64")
     assert result.exit_code == 0
-    assert result.output.strip() == (f"initialised {db_path}: schema v4, embedder fake "
+    assert result.output.strip() == (f"initialised {db_path}: schema v5, embedder fake "
                                      "(hashing-bow, 64 dims), 0 document(s)")
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     info = json.loads(run_cli("status", "--db", db_path, "--json").output)
-    assert info["path"] == str(db_path) and info["schema_version"] == 4
+    assert info["path"] == str(db_path) and info["schema_version"] == 5
     assert info["file_bytes"] == db_path.stat().st_size > 0
     text = run_cli("status", "--db", db_path).output
     assert f"database        {db_path} ({db_path.stat().st_size:,} bytes)" in text
@@ -118,25 +118,28 @@ def test_an_empty_file_is_not_yet_a_store_for_read_commands(run_cli, tmp_path: P
     assert run_cli("init", "--db", path, "--embedder", "fake").exit_code == 0  # it may become one
 
 
-def test_migrate_applies_the_v2_to_v4_steps_to_a_v1_file(run_cli, legacy_v1: Path) -> None:  # type: ignore[no-untyped-def]
+def test_migrate_applies_the_v2_to_v5_steps_to_a_v1_file(run_cli, legacy_v1: Path) -> None:  # type: ignore[no-untyped-def]
     before = file_state(legacy_v1)
     listed = run_cli("migrate", "--db", legacy_v1, "--list")
     assert listed.exit_code == 0
     assert listed.output.splitlines() == ["applied  0001_initial",
                                           "pending  0002_stable_ids_and_viewers",
                                           "pending  0003_chunk_vectors",
-                                          "pending  0004_index_rows_written_per_batch"]
+                                          "pending  0004_index_rows_written_per_batch",
+                                          "pending  0005_sign_bits_index"]
     assert file_state(legacy_v1) == before  # --list is read-only
     _one_line_error(run_cli("status", "--db", legacy_v1), "kbstore migrate")
     assert file_state(legacy_v1) == before  # so is status on an outdated file
     applied = run_cli("migrate", "--db", legacy_v1)
-    assert applied.output.strip() == ("applied 3 migration(s): 0002_stable_ids_and_viewers, "
-                                      "0003_chunk_vectors, 0004_index_rows_written_per_batch")
+    assert applied.output.strip() == ("applied 4 migration(s): 0002_stable_ids_and_viewers, "
+                                      "0003_chunk_vectors, 0004_index_rows_written_per_batch, "
+                                      "0005_sign_bits_index")
     assert run_cli("migrate", "--db", legacy_v1, "--list").output.splitlines() == [
         "applied  0001_initial", "applied  0002_stable_ids_and_viewers",
-        "applied  0003_chunk_vectors", "applied  0004_index_rows_written_per_batch"]
+        "applied  0003_chunk_vectors", "applied  0004_index_rows_written_per_batch",
+        "applied  0005_sign_bits_index"]
     info = json.loads(run_cli("status", "--db", legacy_v1, "--json").output)
-    assert info["schema_version"] == 4 and info["documents"] == 3
+    assert info["schema_version"] == 5 and info["documents"] == 3
 
 
 @pytest.mark.parametrize("suffix", ["", "-wal"])

@@ -26,7 +26,7 @@ from .util import SLOTS, connect_file, doc_id, file_state, raw
 SQLITE3 = shutil.which("sqlite3") or ("/usr/bin/sqlite3" if Path("/usr/bin/sqlite3").exists()
                                       else None)
 STEPS = ["0001_initial", "0002_stable_ids_and_viewers", "0003_chunk_vectors",
-         "0004_index_rows_written_per_batch"]
+         "0004_index_rows_written_per_batch", "0005_sign_bits_index"]
 USER_TABLES = {"_sqlite_migrations", "meta", "documents", "document_tags", "documents_fts",
                "titles_fts", "hype_questions", "derived", "vector_data", "vectors",
                "document_chunks", "questions_fts"}
@@ -37,7 +37,7 @@ COLUMNS = {
     "hype_questions": ["doc_id", "position", "question"],
     "derived": ["doc_id", "kind", "content_hash", "model", "status", "error", "made_at"],
     "meta": ["key", "value"],
-    "vector_data": ["vector_id", "doc_id", "embedding"],
+    "vector_data": ["vector_id", "doc_id", "embedding", "bits"],
     "document_chunks": ["doc_id", "position", "vector_id", "start_char", "end_char"],
 }
 # Since v4 a new document's index rows and the question text are written by
@@ -46,7 +46,8 @@ TRIGGERS = {"documents_tags_au", "documents_rows_ad", "documents_fts_ad", "docum
             "titles_fts_ad", "titles_fts_au"}
 INDEXES = {"derived_pending", "document_tags_doc", "documents_topic", "documents_updated",
            "documents_created",
-           "vector_data_doc", "idx__sqlite_migrations_migration_set_name"}
+           "vector_data_doc", "vector_bits_doc", "vector_bits_hype", "vector_bits_chunk",
+           "idx__sqlite_migrations_migration_set_name"}
 # vec0 holds sign bits for the KNN prefilter, kind as partition key, topic and
 # doc_type as metadata columns; float32 copies live in the plain vector_data.
 VECTOR_COLUMNS = ["vector_id", "kind", "embedding_bits", "doc_id", "topic", "doc_type"]
@@ -92,7 +93,7 @@ def test_fresh_schema_is_exact(store: KnowledgeStore) -> None:
     assert "vec0" in vec_sql and "bit[64]" in vec_sql
     assert "kind TEXT PARTITION KEY" in vec_sql
     assert conn.execute("PRAGMA user_version").fetchone()[0] == \
-        sqlite_migrations.SCHEMA_VERSION == len(STEPS) == 4
+        sqlite_migrations.SCHEMA_VERSION == len(STEPS) == 5
     assert [name for name, _ in migration_files.steps("sqlite")] == STEPS
     assert store.backend.get_meta("embedder") == FakeEmbedder(64).fingerprint()
     assert store.backend.get_meta("fusion") == DEFAULTS
@@ -119,7 +120,7 @@ def test_migrations_are_idempotent_across_reopen(db_path: Path, embedder: FakeEm
             conn = raw(s)
             assert conn.execute("SELECT id, name, applied_at FROM _sqlite_migrations"
                                 ).fetchall() == first
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
             assert sqlite_migrations.migrate(conn, str(db_path)) == []
             assert sqlite_migrations.state(conn).pending == []
 
@@ -130,7 +131,7 @@ def test_migration_state_of_an_empty_file(tmp_path: Path) -> None:
         current = sqlite_migrations.state(conn)
         assert current.applied == [] and current.pending == STEPS
         assert sqlite_migrations.migrate(conn, "empty.sqlite") == STEPS
-        assert sqlite_migrations.state(conn).version == 4
+        assert sqlite_migrations.state(conn).version == 5
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1  # back on afterwards
     finally:
         conn.close()
@@ -266,7 +267,7 @@ def test_legacy_v1_file_is_upgraded_with_ids_and_vectors_intact(legacy_v1: Path)
         old.close()
     with KnowledgeStore.open(legacy_v1, hype=False) as s:  # embedder from the stored fingerprint
         assert isinstance(s.embedder, FakeEmbedder) and s.embedder.dim == 64
-        assert s.status()["schema_version"] == 4
+        assert s.status()["schema_version"] == 5
         conn = raw(s)
         assert [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations")] == STEPS
         assert conn.execute("SELECT id, path, content_hash FROM documents ORDER BY id"

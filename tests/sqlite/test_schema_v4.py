@@ -110,7 +110,7 @@ def test_a_v3_file_is_upgraded_with_its_index_rows_intact(db_path: Path, fake_ll
     with KnowledgeStore.open(db_path, FakeEmbedder(64), hype=True,
                              hype_model=LLM_MODEL) as store:
         conn = raw(store)
-        assert store.status()["schema_version"] == 4
+        assert store.status()["schema_version"] == 5
         triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master "
                                                "WHERE type = 'trigger'")}
         assert not triggers & V3_TRIGGERS
@@ -176,17 +176,18 @@ def test_read_commands_work_on_a_v3_file_and_leave_it_as_it_is(db_path: Path, ru
     before = file_state(db_path)
     with KnowledgeStore.open(db_path, read_only=True) as store:
         assert store.status()["schema_version"] == 3
-        assert store.status()["pending_migrations"] == ["0004_index_rows_written_per_batch"]
+        assert store.status()["pending_migrations"] == ["0004_index_rows_written_per_batch",
+                                                        "0005_sign_bits_index"]
         assert store.search("stoneware cone", limit=1)[0].path == "domains/kiln.md"
         assert store.search("ceramics", limit=1)[0].path == "domains/kiln.md"  # a tag
         report = diagnose(store)
         assert report.ok, [c.to_dict() for c in report.problems]
     text = run_cli("status", "--db", db_path).output
-    assert "schema version  3 (1 migration(s) pending: `kbstore migrate`" in text, text
+    assert "schema version  3 (2 migration(s) pending: `kbstore migrate`" in text, text
     hits = run_cli("search", "--db", db_path, "warp tension", "--json")
     assert hits.exit_code == 0 and json.loads(hits.output.splitlines()[0])["path"] == \
         "projects/loom.md"
     assert run_cli("doctor", "--db", db_path).exit_code == 0
     assert file_state(db_path) == before
     with KnowledgeStore.open(db_path, FakeEmbedder(64), hype=False) as store:
-        assert store.status()["schema_version"] == 4 and not store.status()["pending_migrations"]
+        assert store.status()["schema_version"] == 5 and not store.status()["pending_migrations"]

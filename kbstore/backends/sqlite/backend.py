@@ -73,6 +73,7 @@ class SQLiteBackend:
         self.path = path
         self.location = str(path)
         self.read_only = read_only
+        self._has_bits: bool | None = None
 
     @classmethod
     def open(cls, location: str | os.PathLike[str], *, mode: str = "create",
@@ -478,13 +479,23 @@ class SQLiteBackend:
     # -- search ----------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> list[Hit]:
-        return _search.run(self.conn, request, self._dim_for_search())
+        return _search.run(self.conn, request, self._dim_for_search(), self._bits_index())
 
     def prepare_search(self, request: SearchRequest) -> None:
-        _search.prepare(self.conn, request, self._dim_for_search())
+        _search.prepare(self.conn, request, self._dim_for_search(), self._bits_index())
 
     def shell_script(self, request: SearchRequest, vector: list[float] | None) -> str:
-        return _search.shell_script(request, self._dim_for_search(), vector, self.location)
+        return _search.shell_script(request, self._dim_for_search(), vector, self.location,
+                                    self._bits_index())
+
+    def _bits_index(self) -> bool:
+        """Whether the file has vector_data's bits indexes (schema v5; a
+        v3/v4 file opened read-only has none), read once per connection."""
+        if self._has_bits is None:
+            self._has_bits = self.conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+                "('vector_bits_doc', 'vector_bits_hype', 'vector_bits_chunk')").fetchone()[0] == 3
+        return self._has_bits
 
     def _dim_for_search(self) -> int:
         fp = self.fingerprint() or {}

@@ -26,6 +26,7 @@ from ...model import (
     tag_keys,
 )
 from ..checks import derived_checks, guarded, invalid_tag_docs
+from . import migrations as _migrations
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
 from .pending import question_texts
@@ -40,12 +41,14 @@ _DERIVED_TABLES = {"document_tags", "hype_questions", "document_chunks", "vector
                    "derived"}
 
 
-@lru_cache(maxsize=1)
-def expected_schema() -> dict[str, tuple[str, str]]:
-    """name -> (type, sql) of every object the migrations create."""
+@lru_cache(maxsize=8)
+def expected_schema(applied: int | None = None) -> dict[str, tuple[str, str]]:
+    """name -> (type, sql) of every object the migrations create (the first
+    ``applied`` of them: a file read as it is, never migrated, has only
+    those)."""
     conn = binding().connect(":memory:", isolation_level=None)
     try:
-        for _, path in steps("sqlite"):
+        for _, path in steps("sqlite")[:applied]:
             conn.executescript(path.read_text(encoding="utf-8"))
         return {name: (kind, sql) for kind, name, sql in conn.execute(
             "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
@@ -61,7 +64,8 @@ def _squash(sql: str | None) -> str:
 def _schema_check(conn: Connection) -> Check:
     actual = {name: (kind, sql) for kind, name, sql in conn.execute(
         "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
-    wrong = sorted(name for name, (kind, sql) in expected_schema().items()
+    applied = _migrations.state(conn).version
+    wrong = sorted(name for name, (kind, sql) in expected_schema(applied).items()
                    if name not in actual or _squash(actual[name][1]) != _squash(sql))
     lost = [n for n in wrong if n == "documents" or n == "meta"]
     return Check("schema", len(wrong), f"missing or altered schema objects: {', '.join(wrong)}"
@@ -220,8 +224,12 @@ def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Chec
                                    if slot >= CHUNK_SLOT and d in ids
                                    and vid_of(d, slot) not in both},
         "long documents whose chunks lack vectors")
-    add("invalid_vectors", {owner(v)[0] for v in _invalid_vectors(conn)},
+    invalid, stale_bits = _vector_rows(conn)
+    add("invalid_vectors", {owner(v)[0] for v in invalid},
         "documents with NaN, infinite, zero or wrong-size vectors")
+    add("vector_bits", {owner(v)[0] for v in stale_bits},
+        "documents whose vectors' sign bits (vector_data.bits, scanned by the search) are "
+        "missing or disagree with their float copy")
     return checks
 
 
@@ -254,16 +262,27 @@ def _orphans(rows: dict[int, int], ids: set[int], slots: set[tuple[int, int]]) -
     return out
 
 
-def _invalid_vectors(conn: Connection) -> set[int]:
+def _vector_rows(conn: Connection) -> tuple[set[int], set[int]]:
+    """Vector ids of the float copies that are unusable (NaN, infinite,
+    zero, wrong size) and of the valid ones whose sign bits are missing or
+    wrong (schema v5; a v3/v4 file read as it is has no bits column)."""
     import numpy as np
 
     dim = _vectors.table_dim(conn)
-    bad = set()
-    for vid, emb in conn.execute("SELECT vector_id, embedding FROM vector_data"):
+    has_bits = any(r[1] == "bits" for r in conn.execute("PRAGMA table_info(vector_data)"))
+    bad, stale = set(), set()
+    for vid, emb, bits in conn.execute("SELECT vector_id, embedding, "
+                                       f"{'bits' if has_bits else 'NULL'} FROM vector_data"):
         vec = np.frombuffer(emb, dtype=np.float32) if len(emb) % 4 == 0 else None
         if vec is None or vec.shape != (dim,) or not np.all(np.isfinite(vec)) or not vec.any():
             bad.add(int(vid))
-    return bad
+        elif has_bits and bits != _vectors.sign_bits([emb])[0]:
+            stale.add(int(vid))
+    return bad, stale
+
+
+def _invalid_vectors(conn: Connection) -> set[int]:
+    return _vector_rows(conn)[0]
 
 
 def diagnose(conn: Connection, fp: str | None, *, writable: bool) -> list[Check]:
@@ -313,6 +332,12 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
             actions.append("rebuilt the exact-tag rows")
         if "vector_table" in bad:
             actions += _rebuild_vector_table(conn)
+        if "vector_bits" in bad:
+            stale = _vector_rows(conn)[1]
+            conn.executemany("UPDATE vector_data SET bits = NULL WHERE vector_id = ?",
+                             [(v,) for v in sorted(stale)])
+            n = _vectors.fill_bits(conn)
+            actions.append(f"rewrote the sign bits of {n} vector(s) from their float copies")
         if "rebuild_in_progress" in bad:
             _vectors.stage_drop(conn)
             actions.append("discarded the vectors staged by an interrupted reembed")

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...errors import NotAKnowledgeBaseError, SchemaTooNewError
 from ...migrations import MIGRATION_SET, schema_version, steps  # package-dir mapped
+from . import vectors as _vectors
 from .connection import Connection, retry_busy, transaction
 
 BACKEND = "sqlite"
@@ -25,6 +26,9 @@ SCHEMA_VERSION = schema_version(BACKEND)
 # instead of triggers), so a v3 file reads exactly as a v4 one. Read commands
 # open such a file as it is (never migrating it); writes migrate it first.
 READABLE_FROM = 3
+# Steps with a part SQL cannot do, run right after the step's script in the
+# same transaction (v5: the sign bits of the float vectors already stored).
+_AFTER_STEP = {"0005_sign_bits_index": _vectors.fill_bits}
 
 
 @dataclass(frozen=True)
@@ -83,8 +87,10 @@ def _migration_set() -> Any:
     migrations = Migrations(MIGRATION_SET)
     for version, (name, path) in enumerate(steps(BACKEND), start=1):
 
-        def run(db: Any, path: Any = path, version: int = version) -> None:
+        def run(db: Any, path: Any = path, version: int = version, name: str = name) -> None:
             db.executescript(path.read_text(encoding="utf-8"))
+            if name in _AFTER_STEP:
+                _AFTER_STEP[name](db.conn)
             # user_version lets the sqlite3 shell (and a fast open) see the version.
             db.execute(f"PRAGMA user_version = {int(version)}")
 

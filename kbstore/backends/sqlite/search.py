@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,18 @@ SQL_FILE = Path(__file__).with_name("search.sql")
 def search_sql() -> str:
     # A plain path, not importlib.resources (which imports tempfile/shutil at start-up).
     return SQL_FILE.read_text(encoding="utf-8")
+
+
+_BITS_ARMS = re.compile(r"[ ]*-- \[bits index\]\n.*?-- \[/bits index\]\n", re.DOTALL)
+
+
+def statement(bits_index: bool) -> str:
+    """search.sql, or for a file without the bits indexes (schema v3/v4
+    read as it is) the same statement without its scans of them: a UNION
+    ALL arm each, between "[bits index]" marks (vec0's KNN ranks every
+    size there; :plain_docs is 0)."""
+    sql = search_sql()
+    return sql if bits_index else _BITS_ARMS.sub("", sql)
 
 
 def _quote(term: str) -> str:
@@ -63,6 +76,13 @@ HYPE_OVERSAMPLE = 1.5
 # up to the bound costs ~1.5 ms at 10k.
 HYPE_OVERSAMPLE_ROWS = 40000
 HYPE_OVERSAMPLE_LARGE = 2.5
+# Up to PLAIN_BITS_DOCS documents the sign bits are ranked by a scan of
+# vector_data's bits indexes instead of vec0's KNN (search.sql vec_plan):
+# one hamming distance per vector (~0.13 us with the top-k sort) against
+# vec0's ~k comparisons per stored vector. Both grow with the vectors, so at
+# these k the scan was faster at every size measured, 1k to 100k documents
+# (benchmarks/results/speed_small_2.md); above, vec0 as before (unmeasured).
+PLAIN_BITS_DOCS = 100000
 
 
 def fts_words(terms: tuple[str, ...]) -> str:
@@ -88,7 +108,8 @@ def title_words(terms: tuple[str, ...]) -> str:
 _NOT_SQL = ("drop_stopwords", "latest", *VEC_K_KEYS)  # settings used before the statement
 
 
-def compile_params(request: SearchRequest, dim: int) -> dict[str, Any]:
+def compile_params(request: SearchRequest, dim: int, bits_index: bool = True
+                   ) -> dict[str, Any]:
     params = {k: v for k, v in request.settings.items() if k not in _NOT_SQL}
     has_vector = request.vector is not None
     params.update(
@@ -96,6 +117,7 @@ def compile_params(request: SearchRequest, dim: int) -> dict[str, Any]:
         fts_words=fts_words(request.fts_terms), fts_prune=FTS_PRUNE,
         fts_prune_rows=FTS_PRUNE_ROWS, hype_oversample=HYPE_OVERSAMPLE,
         hype_oversample_rows=HYPE_OVERSAMPLE_ROWS, hype_oversample_large=HYPE_OVERSAMPLE_LARGE,
+        plain_docs=PLAIN_BITS_DOCS if bits_index else 0,
         title_query=title_expression(request.title_terms),
         title_words=title_words(request.title_terms),
         # ASCII JSON: lone surrogates escaped
@@ -112,19 +134,21 @@ def compile_params(request: SearchRequest, dim: int) -> dict[str, Any]:
     return params
 
 
-def run(conn: Connection, request: SearchRequest, dim: int) -> list[Hit]:
-    params = compile_params(request, dim)
+def run(conn: Connection, request: SearchRequest, dim: int, bits_index: bool = True
+        ) -> list[Hit]:
+    params = compile_params(request, dim, bits_index)
     # One snapshot: with a writer committing meanwhile, a hit's fields and
     # snippet still come from one version of the document.
     with snapshot(conn):
-        cursor = conn.execute(search_sql(), params)
+        cursor = conn.execute(statement(bits_index), params)
         columns = [c[0] for c in cursor.description]
         rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
     return to_hits(rows, request)
 
 
 
-def prepare(conn: Connection, request: SearchRequest, dim: int) -> None:
+def prepare(conn: Connection, request: SearchRequest, dim: int, bits_index: bool = True
+            ) -> None:
     """Compile the statement on this connection now, before a query vector is
     computed: run once with every list empty (no words, no vector, no dates),
     which returns nothing and leaves the compiled statement in the
@@ -136,7 +160,7 @@ def prepare(conn: Connection, request: SearchRequest, dim: int) -> None:
                                 tag_terms=(), tag_weights={}, date_ranges=(), latest=False,
                                 topical_terms=(), explain=False)
     with snapshot(conn):
-        conn.execute(search_sql(), compile_params(empty, dim)).fetchall()
+        conn.execute(statement(bits_index), compile_params(empty, dim, bits_index)).fetchall()
 
 
 # -- the sqlite3-shell script --------------------------------------------------------
@@ -167,8 +191,8 @@ def _dot_arg(text: str) -> str:
 
 
 def shell_script(request: SearchRequest, dim: int, vector: list[float] | None,
-                 location: str) -> str:
-    params = compile_params(request, dim)
+                 location: str, bits_index: bool = True) -> str:
+    params = compile_params(request, dim, bits_index)
     if vector is not None:  # the shell takes the query vector as a JSON array
         params["qvec"] = json.dumps([round(float(x), 7) for x in vector])
     else:
@@ -185,5 +209,5 @@ def shell_script(request: SearchRequest, dim: int, vector: list[float] | None,
                      f"VALUES ({_literal(':' + key)}, {_literal(value)});")
     # The statement itself, not a .read of its file: nothing in the script
     # depends on where kbstore is installed except the extension.
-    lines += [".mode box", search_sql().rstrip(), ""]
+    lines += [".mode box", statement(bits_index).rstrip(), ""]
     return "\n".join(lines)

@@ -14,9 +14,12 @@
 --   date  journal entries created or updated inside a date range of the query
 --         (:date_ranges, from "on 16 June 2023", "in March", "last week"...),
 --         in the order of their text/vector evidence
--- Each KNN: a sign-bit prefilter inside one vec0 partition (kind 'doc' |
--- 'chunk' | 'hype'), so one document's many chunk or question vectors cannot
--- crowd out others, then exact cosine from the float32 copy (vector_data).
+-- Each KNN: a sign-bit prefilter within one kind of vector ('doc' | 'chunk'
+-- | 'hype'), so one document's many chunk or question vectors cannot crowd
+-- out others, then exact cosine from the float32 copy (vector_data). The
+-- sign bits are ranked by a scan of vector_data's bits indexes while the
+-- file holds at most :plain_docs documents, else by vec0's KNN (one
+-- partition per kind); see vec_plan.
 -- Vector plan (:vec_plan), per kind: 'bits' = that KNN; 'exact' = the top
 -- k by exact cosine over that kind's float32 copies instead; 'auto' = exact
 -- while the file holds at most :exact_ratio x k vectors of the kind. vec0's
@@ -195,52 +198,90 @@ fts_ranked AS (
           LIMIT (SELECT :fts_limit))
 ),
 vec_plan AS MATERIALIZED (
-    -- per kind: 1 = exact scan, 0 = sign-bit KNN; 'auto' counts each kind's
-    -- rows only up to the bound (an index scan of at most that many entries)
+    -- per kind: 1 = exact scan, 0 = sign bits; 'auto' counts each kind's
+    -- rows only up to the bound (an index scan of at most that many entries).
+    -- plain: the sign bits are scanned in the bits indexes of vector_data
+    -- while the file holds at most :plain_docs documents (0: never), else
+    -- vec0's KNN ranks them (the same bits; ties at the k-th distance are
+    -- broken by vector_id in a scan, by vec0's chunk order in its KNN)
     SELECT CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
-           ELSE (SELECT count(*) FROM (SELECT 1 FROM documents
-                                       LIMIT :exact_ratio * :vec_k_doc + 1))
-                <= :exact_ratio * :vec_k_doc END AS doc,
+           ELSE docs_n.n <= :exact_ratio * :vec_k_doc END AS doc,
            CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
            ELSE (SELECT count(*) FROM (SELECT 1 FROM document_chunks
                                        LIMIT :exact_ratio * :vec_k_chunk + 1))
                 <= :exact_ratio * :vec_k_chunk END AS chunk,
            CASE :vec_plan WHEN 'exact' THEN 1 WHEN 'bits' THEN 0
-           ELSE q.n <= :exact_ratio * :vec_k_hype END AS hype,
+           ELSE questions_n.n <= :exact_ratio * :vec_k_hype END AS hype,
+           docs_n.n <= :plain_docs AS plain,
            -- the sign bits' question candidates: more of them in a larger store
-           CASE WHEN q.n > :hype_oversample_rows THEN :hype_oversample_large
+           CASE WHEN questions_n.n > :hype_oversample_rows THEN :hype_oversample_large
                 ELSE :hype_oversample END AS hype_oversample
-    FROM (SELECT count(*) AS n
-          FROM (SELECT 1 FROM hype_questions
-                LIMIT max(:exact_ratio * :vec_k_hype, :hype_oversample_rows) + 1)) AS q
+    -- count(*) of a whole table walks its pages, not its rows: the
+    -- documents' (a small index) costs ~10 us at 50k documents; the
+    -- questions' is cheaper than counting up to the bound row by row while
+    -- the file is small (10k documents: 0.03 vs 0.7 ms), dearer above
+    FROM (SELECT count(*) AS n FROM documents) AS docs_n
+    CROSS JOIN (SELECT CASE WHEN (SELECT count(*) FROM documents) <= 10000
+                            THEN (SELECT count(*) FROM hype_questions)
+                            ELSE (SELECT count(*) FROM (
+                                      SELECT 1 FROM hype_questions
+                                      LIMIT max(:exact_ratio * :vec_k_hype,
+                                                :hype_oversample_rows) + 1)) END AS n)
+               AS questions_n
 ),
--- KNN on sign bits (hamming), one vec0 partition each (k = 0 when that kind
--- is scanned exactly), then exact cosine for those candidates from the
+-- KNN on sign bits (hamming), one kind each (k = 0 when that kind is
+-- scanned exactly), then exact cosine for those candidates from the
 -- float32 copy (vector_data); or the exact plan's top k of that kind, its
 -- cosine computed once in the scan: float32 vectors reached from documents
 -- / document_chunks / hype_questions (document vector doc_id * 32, question
--- doc_id * 32 + position). The topic filter is a vec0 metadata constraint:
--- it runs inside the KNN, which therefore still returns k rows of that topic.
--- Each KNN is two vec0 scans, one of them k = 0: without a topic, no metadata
--- constraint at all; with one, `topic = :topic`. vec0 0.1.9 compares a TEXT
+-- doc_id * 32 + position).
+-- The sign bits of a small or medium file (plain, see vec_plan) are ranked
+-- by a scan of one partial covering index of vector_data per kind
+-- (vector_bits_doc / _hype / _chunk, schema v5): one hamming distance per
+-- vector, the topic filter a lookup of each row's document. vec0's KNN
+-- costs about k comparisons per stored vector (k x 4096 per chunk), so at
+-- these k the scan was cheaper at every size measured, 1k to 100k
+-- documents (benchmarks/results/speed_small_2.md).
+-- Above, vec0: each KNN is two vec0 scans, one of them k = 0: without a
+-- topic, no metadata constraint at all; with one, `topic = :topic` (a vec0
+-- metadata constraint: it runs inside the KNN, which therefore still
+-- returns k rows of that topic). vec0 0.1.9 compares a TEXT
 -- metadata value of 12 or more bytes by reading it from its shadow table, a
 -- lookup per row for a range (the former `topic >= '' AND topic <= max`
 -- without a topic: 60k questions of a 20-byte topic, KNN 207 ms vs 16 ms
 -- unconstrained); equality reads only rows of the same length and prefix.
+-- Each arm that a plan leaves out is switched off by its LIMIT (0 stops it
+-- before its first row): a scalar subquery in a WHERE is tested on every
+-- row (the exact question scan with the plan off cost 7.5 ms at 50k).
+-- Each scan of a bits index is one UNION ALL arm between "[bits index]"
+-- marks: a file of schema v3/v4 read as it is (no bits column) runs the
+-- statement without them (kbstore/backends/sqlite/search.py).
 vec_doc AS MATERIALIZED (
     SELECT c.vector_id, v.doc_id,
            1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
     FROM (SELECT vector_id FROM vectors
           WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-            AND k = CASE WHEN (SELECT doc FROM vec_plan) OR :topic IS NOT NULL THEN 0
+            AND k = CASE WHEN (SELECT doc OR plain FROM vec_plan) OR :topic IS NOT NULL THEN 0
                          ELSE :vec_k_doc END
             AND kind = 'doc'
           UNION ALL
           SELECT vector_id FROM vectors
           WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-            AND k = CASE WHEN (SELECT doc FROM vec_plan) OR :topic IS NULL THEN 0
+            AND k = CASE WHEN (SELECT doc OR plain FROM vec_plan) OR :topic IS NULL THEN 0
                          ELSE :vec_k_doc END
             AND kind = 'doc' AND topic = :topic
+          -- [bits index]
+          UNION ALL
+          SELECT vector_id FROM (
+              SELECT vector_id FROM vector_data INDEXED BY vector_bits_doc
+              WHERE vector_id < 1125899906842624 AND vector_id % 32 = 0 AND bits IS NOT NULL
+                AND :has_vector
+                AND (:topic IS NULL OR doc_id IN (SELECT id FROM documents WHERE topic = :topic))
+              ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(vec_f32(:qvec))),
+                       vector_id
+              LIMIT (SELECT CASE WHEN plain AND NOT doc THEN :vec_k_doc ELSE 0 END
+                     FROM vec_plan))
+          -- [/bits index]
          ) AS c
     JOIN vector_data AS v ON v.vector_id = c.vector_id
     UNION ALL
@@ -250,25 +291,36 @@ vec_doc AS MATERIALIZED (
             SELECT v.vector_id, v.doc_id,
                    1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
             FROM documents AS d JOIN vector_data AS v ON v.vector_id = d.id * 32
-            WHERE (SELECT doc FROM vec_plan) AND :has_vector
-              AND (:topic IS NULL OR d.topic = :topic))
+            WHERE :has_vector AND (:topic IS NULL OR d.topic = :topic))
         ORDER BY similarity DESC, vector_id
-        LIMIT (SELECT min(:vec_k_doc, :vec_limit)))
+        LIMIT (SELECT CASE WHEN doc THEN min(:vec_k_doc, :vec_limit) ELSE 0 END FROM vec_plan))
 ),
 vec_chunk AS MATERIALIZED (
     SELECT c.vector_id, v.doc_id,
            1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
     FROM (SELECT vector_id FROM vectors
           WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-            AND k = CASE WHEN (SELECT chunk FROM vec_plan) OR :topic IS NOT NULL THEN 0
+            AND k = CASE WHEN (SELECT chunk OR plain FROM vec_plan) OR :topic IS NOT NULL THEN 0
                          ELSE :vec_k_chunk END
             AND kind = 'chunk'
           UNION ALL
           SELECT vector_id FROM vectors
           WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-            AND k = CASE WHEN (SELECT chunk FROM vec_plan) OR :topic IS NULL THEN 0
+            AND k = CASE WHEN (SELECT chunk OR plain FROM vec_plan) OR :topic IS NULL THEN 0
                          ELSE :vec_k_chunk END
             AND kind = 'chunk' AND topic = :topic
+          -- [bits index]
+          UNION ALL
+          SELECT vector_id FROM (
+              SELECT vector_id FROM vector_data INDEXED BY vector_bits_chunk
+              WHERE vector_id >= 1125899906842624 AND bits IS NOT NULL
+                AND :has_vector
+                AND (:topic IS NULL OR doc_id IN (SELECT id FROM documents WHERE topic = :topic))
+              ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(vec_f32(:qvec))),
+                       vector_id
+              LIMIT (SELECT CASE WHEN plain AND NOT chunk THEN :vec_k_chunk ELSE 0 END
+                     FROM vec_plan))
+          -- [/bits index]
          ) AS c
     JOIN vector_data AS v ON v.vector_id = c.vector_id
     UNION ALL
@@ -277,11 +329,10 @@ vec_chunk AS MATERIALIZED (
             SELECT v.vector_id, v.doc_id,
                    1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
             FROM document_chunks AS c JOIN vector_data AS v ON v.vector_id = c.vector_id
-            WHERE (SELECT chunk FROM vec_plan) AND :has_vector
-              AND (:topic IS NULL
-                   OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic)))
+            WHERE :has_vector AND (:topic IS NULL
+                                   OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic)))
         ORDER BY similarity DESC, vector_id
-        LIMIT (SELECT :vec_k_chunk))
+        LIMIT (SELECT CASE WHEN chunk THEN :vec_k_chunk ELSE 0 END FROM vec_plan))
 ),
 vec_hype AS MATERIALIZED (
     -- bits: hype_oversample x k candidates (vec_plan), the best k of them by exact
@@ -290,17 +341,32 @@ vec_hype AS MATERIALIZED (
         SELECT c.vector_id, v.doc_id
         FROM (SELECT vector_id FROM vectors
               WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-                AND k = CASE WHEN (SELECT hype FROM vec_plan) OR :topic IS NOT NULL THEN 0
+                AND k = CASE WHEN (SELECT hype OR plain FROM vec_plan) OR :topic IS NOT NULL THEN 0
                              ELSE CAST(min(4096, :vec_k_hype * (SELECT hype_oversample FROM vec_plan))
                                       AS INTEGER) END
                 AND kind = 'hype'
               UNION ALL
               SELECT vector_id FROM vectors
               WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-                AND k = CASE WHEN (SELECT hype FROM vec_plan) OR :topic IS NULL THEN 0
+                AND k = CASE WHEN (SELECT hype OR plain FROM vec_plan) OR :topic IS NULL THEN 0
                              ELSE CAST(min(4096, :vec_k_hype * (SELECT hype_oversample FROM vec_plan))
                                       AS INTEGER) END
                 AND kind = 'hype' AND topic = :topic
+              -- [bits index]
+              UNION ALL
+              SELECT vector_id FROM (
+                  SELECT vector_id FROM vector_data INDEXED BY vector_bits_hype
+                  WHERE vector_id < 1125899906842624 AND vector_id % 32 > 0 AND bits IS NOT NULL
+                    AND :has_vector
+                    AND (:topic IS NULL
+                         OR doc_id IN (SELECT id FROM documents WHERE topic = :topic))
+                  ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(vec_f32(:qvec))),
+                           vector_id
+                  LIMIT (SELECT CASE WHEN plain AND NOT hype
+                                     THEN CAST(min(4096, :vec_k_hype * hype_oversample) AS INTEGER)
+                                     ELSE 0 END
+                         FROM vec_plan))
+              -- [/bits index]
              ) AS c
         JOIN vector_data AS v ON v.vector_id = c.vector_id
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), c.vector_id
@@ -309,10 +375,10 @@ vec_hype AS MATERIALIZED (
     SELECT * FROM (
         SELECT v.vector_id, v.doc_id
         FROM hype_questions AS q JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
-        WHERE (SELECT hype FROM vec_plan) AND :has_vector
+        WHERE :has_vector
           AND (:topic IS NULL OR q.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
-        LIMIT (SELECT :vec_k_hype))
+        LIMIT (SELECT CASE WHEN hype THEN :vec_k_hype ELSE 0 END FROM vec_plan))
 ),
 vec_ranked AS (
     -- best vector (document or chunk) per document

@@ -1,6 +1,8 @@
 """Vectors in the SQLite file: sign bits in the vec0 table ``vectors`` (the
-KNN prefilter) and float32 copies in the plain table ``vector_data`` (exact
-rescoring, exports, rebuilding vec0 without re-embedding).
+KNN prefilter of large files) and float32 copies in the plain table
+``vector_data`` (exact rescoring, exports, rebuilding vec0 without
+re-embedding), each row with its sign bits again (``bits``: the prefilter
+of small and medium files, scanned through three partial indexes; schema v5).
 
 Each vector has a *slot* within its document: 0 is the document vector,
 1..MAX_QUESTIONS its HyPE questions (hype_questions.position), and
@@ -144,8 +146,31 @@ def insert_many(conn: Connection, rows: Sequence[tuple[int, str, int, str, str, 
     except Exception:  # sqlite3 or sqlean's IntegrityError: vec0 has no OR REPLACE
         conn.executemany(f"DELETE FROM {TABLE} WHERE vector_id = ?", [(r[0],) for r in rows])
         conn.executemany(_INSERT_BITS, bits)
-    conn.executemany("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding) "
-                     "VALUES (?, ?, ?)", [(r[0], r[2], r[5]) for r in rows])
+    conn.executemany("INSERT OR REPLACE INTO vector_data (vector_id, doc_id, embedding, bits) "
+                     "VALUES (?, ?, ?, ?)", [(r[0], r[2], r[5], b[2]) for r, b in
+                                             zip(by_kind, bits, strict=True)])
+
+
+def fill_bits(conn: Connection, batch: int = 4096) -> int:
+    """Write the sign bits of every float copy that has none (schema v5's
+    migration, doctor --fix), in batches of ``batch`` rows. Only blobs of
+    the file's dimension get bits: a damaged one stays out of the bits
+    indexes (doctor's invalid_vectors). Returns the rows written."""
+    dim = table_dim(conn)
+    if dim is None:
+        return 0
+    written, after = 0, -1
+    while True:
+        rows = conn.execute(
+            "SELECT vector_id, embedding FROM vector_data WHERE vector_id > ? AND bits IS NULL "
+            "AND length(embedding) = ? ORDER BY vector_id LIMIT ?",
+            (after, 4 * dim, batch)).fetchall()
+        if not rows:
+            return written
+        conn.executemany("UPDATE vector_data SET bits = ? WHERE vector_id = ?",
+                         zip(sign_bits([bytes(r[1]) for r in rows]), [r[0] for r in rows],
+                             strict=True))
+        written, after = written + len(rows), rows[-1][0]
 
 
 def delete_slots(conn: Connection, doc_id: int, slots: Iterable[int]) -> None:
@@ -257,9 +282,9 @@ def stage_swap(conn: Connection, dim: int) -> dict[int, str]:
     doc_id -> chunks hash of the documents that have chunks now."""
     create_table(conn, dim)
     conn.execute("DELETE FROM vector_data")
-    conn.execute(f"INSERT INTO vector_data (vector_id, doc_id, embedding) "
-                 f"SELECT s.vector_id, s.doc_id, s.embedding FROM {STAGING} s "
-                 "JOIN documents d ON d.id = s.doc_id")
+    conn.execute(f"INSERT INTO vector_data (vector_id, doc_id, embedding, bits) "
+                 f"SELECT s.vector_id, s.doc_id, s.embedding, vec_quantize_binary(s.embedding) "
+                 f"FROM {STAGING} s JOIN documents d ON d.id = s.doc_id")
     conn.execute("DELETE FROM document_chunks")
     chunked: dict[int, str] = {}
     for vid, doc_id, made_from, start, end in conn.execute(
