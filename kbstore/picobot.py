@@ -22,6 +22,7 @@ from typing import Any
 from .backends import is_url
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
+from .query import is_blank
 from .files import atomic_write, render_markdown
 from .ingest import TOPICS, make_document, normalize_tags, parse_file
 
@@ -281,7 +282,7 @@ class KnowledgeBase:
                min_similarity: float | None = None) -> str:
         """Hybrid search; the formatted text picobot hands its agent.
         ``min_similarity`` overrides the database's confidence floor."""
-        if not isinstance(query, str) or not query.strip():
+        if not isinstance(query, str) or is_blank(query):
             return "No results: the search query is empty."
         self._ensure_reconciled()
         floor = {} if min_similarity is None else {"min_similarity": min_similarity}
