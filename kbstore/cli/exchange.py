@@ -17,6 +17,7 @@ from .common import (
     json_option,
     open_store,
     shown,
+    some_paths,
 )
 
 _hype_option = click.option(
@@ -142,13 +143,17 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
               help="Embedder for a new destination (default: the source's, so its vectors "
                    "are reused; another one embeds everything again).")
 @click.option("--prune", is_flag=True,
-              help="Delete destination documents the source does not have.")
+              help="Delete destination documents the source does not have (listed first); a "
+                   "removal that looks like a mistake (an empty source, half the destination) "
+                   "is refused and exits 1 unless --force.")
+@click.option("--force", is_flag=True,
+              help="With --prune: delete them even when that removes most of the destination.")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=None,
               help="Documents per transaction.")
 @json_option
 @friendly_errors
 def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
-             batch_size: int | None, as_json: bool) -> None:
+             force: bool, batch_size: int | None, as_json: bool) -> None:
     """Copy a knowledge base to another location or backend, losslessly.
 
     SOURCE and DESTINATION are database files or postgresql:// URLs (with
@@ -160,13 +165,15 @@ def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
     from ..transfer import copy_store
     from .common import progress_bar
 
+    if force and not prune:
+        raise click.UsageError("--force only applies with --prune")
     bar: list[Any] = []
 
     def on_total(total: int) -> None:
         bar.append(progress_bar(total, "copy"))
 
     try:
-        report = copy_store(source, destination, embedder=embedder, prune=prune,
+        report = copy_store(source, destination, embedder=embedder, prune=prune, force=force,
                             batch_size=batch_size, on_total=on_total,
                             progress=lambda n: bar[0].update(n) if bar else None,
                             before_delete=lambda paths: announce_deletions(
@@ -178,8 +185,15 @@ def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
         echo_json(report.to_dict())
     else:
         click.echo(report.summary())
-        if report.extra_in_destination:
-            click.echo(f"the destination holds {len(report.extra_in_destination)} document(s) "
-                       "the source does not have (kept; --prune deletes them)", err=True)
+        extra = report.extra_in_destination
+        if extra and not prune:
+            click.echo(f"the destination holds {len(extra)} document(s) the source does not "
+                       "have (kept; --prune deletes them)", err=True)
     for skipped in report.jsonl.write.skipped + report.jsonl.skipped:
         click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
+    if prune and report.extra_in_destination:
+        click.echo(f"kept {len(report.extra_in_destination)} document(s) the source does not "
+                   f"have ({report.kept_reason}): {some_paths(report.extra_in_destination)}\n"
+                   "  they were not deleted; rerun with --prune --force to delete them",
+                   err=True)
+        raise SystemExit(1)
