@@ -147,10 +147,15 @@ def cli(verbose: bool) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO if verbose else logging.ERROR)
     logger.propagate = False
+    # ... except "waiting for another kbstore process": a queued writer says so.
+    waiting = logging.getLogger("kbstore.wait")
+    waiting_before = waiting.level
+    waiting.setLevel(logging.WARNING)
 
     def restore() -> None:
         logger.removeHandler(handler)
         logger.level, logger.propagate = before
+        waiting.setLevel(waiting_before)
 
     click.get_current_context().call_on_close(restore)
 
