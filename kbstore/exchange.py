@@ -271,7 +271,8 @@ def _read_jsonl(file: str | os.PathLike[str] | IO[str], report: JsonlReport
 
 
 def import_jsonl(store: KnowledgeStore, file: str | os.PathLike[str] | IO[str], *,
-                 batch_size: int | None = None) -> JsonlReport:
+                 batch_size: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> JsonlReport:
     """Load an :func:`export_jsonl` file. Vectors are reused when their
     fingerprint is the store's; questions are kept (no LLM call for them);
     whatever is missing is embedded. Bad records are skipped with a reason."""
@@ -287,7 +288,7 @@ def import_jsonl(store: KnowledgeStore, file: str | os.PathLike[str] | IO[str], 
             except ExchangeError as exc:
                 report.skipped.append(Skipped(where, str(exc)))
 
-    write_records(writer, records(), batch_size or store.settings.batch_size, report)
+    write_records(writer, records(), batch_size or store.settings.batch_size, report, progress)
     store.backend.checkpoint()
     return report
 

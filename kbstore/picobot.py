@@ -22,9 +22,9 @@ from typing import Any
 from .backends import is_url
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
-from .query import is_blank
 from .files import atomic_write, render_markdown
 from .ingest import TOPICS, make_document, normalize_tags, parse_file
+from .query import is_blank
 
 __all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]
 # Re-index rounds after a store(): another process may rewrite the same file

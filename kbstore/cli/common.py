@@ -3,10 +3,11 @@ opening a store, one-line errors, JSON output, progress bars."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -186,3 +187,32 @@ def hype_pending_hint(count: int, db_path: str) -> None:
 def announce_deletions(paths: list[str], why: str) -> None:
     """Every command that deletes documents says which, before it does."""
     click.echo(f"deleting {len(paths)} document(s) {why}: {some_paths(paths)}", err=True)
+
+
+class Committed:
+    """Counts documents a write path reports done (its ``progress`` calls come
+    after each commit), and turns Ctrl-C into a line saying how far it got
+    and exit status 130 instead of click's bare 'Aborted!'."""
+
+    def __init__(self, total: int | None = None, done: str = "committed",
+                 after: str = "run the same command again to continue") -> None:
+        self.total, self.done, self.after = total, done, after
+        self.count = 0
+        self.bar: Any = None
+
+    def __call__(self, count: int) -> None:
+        self.count += count
+        if self.bar is not None:
+            self.bar.update(count)
+
+    @contextlib.contextmanager
+    def on_interrupt(self) -> Iterator[Committed]:
+        try:
+            yield self
+        except KeyboardInterrupt:
+            if self.bar is not None:
+                self.bar.close()
+            of = f" of {self.total}" if self.total is not None else ""
+            click.echo(f"\nstopped: {self.count}{of} documents {self.done}; {self.after}",
+                       err=True)
+            raise SystemExit(130) from None

@@ -8,6 +8,7 @@ import click
 
 from ..embedders import EMBEDDER_NAMES
 from .common import (
+    Committed,
     announce_deletions,
     cli,
     db_option,
@@ -66,9 +67,11 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
     def announce(paths: list[str]) -> None:
         announce_deletions(paths, "whose files are gone")
 
-    with open_store(db_path, create=True, embedder=embedder, hype=hype) as store, \
-            progress_bar(total, "importing") as bar:
-        report = store.import_directory(workspace, prune=prune, progress=bar.update,
+    committed = Committed(total)
+    with committed.on_interrupt(), \
+            open_store(db_path, create=True, embedder=embedder, hype=hype) as store, \
+            progress_bar(total, "importing") as committed.bar:
+        report = store.import_directory(workspace, prune=prune, progress=committed,
                                         before_delete=announce)
     _print_report(report, as_json)
     if not total:
@@ -160,9 +163,12 @@ def reembed(db_path: str, embedder: str, dim: int | None) -> None:
     from ..embedders import get_embedder
 
     new = get_embedder(embedder, **({"dim": dim} if dim is not None else {}))
-    with open_store(db_path, hype=False) as store, \
-            progress_bar(len(store), "re-embedding") as bar:
-        done = store.reembed(new, progress=bar.update)
+    committed = Committed(done="re-embedded", after="the old vectors still serve; run the "
+                          "same command again to resume")
+    with committed.on_interrupt(), open_store(db_path, hype=False) as store:
+        committed.total = len(store)
+        with progress_bar(len(store), "re-embedding") as committed.bar:
+            done = store.reembed(new, progress=committed)
     click.echo(f"re-embedded {done} document(s) with {embedder}")
 
 

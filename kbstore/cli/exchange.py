@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ..embedders import EMBEDDER_NAMES
 from .common import (
+    Committed,
     announce_deletions,
     cli,
     db_option,
@@ -59,9 +59,11 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
         raise click.ClickException(f"no npz file at {npz}")
     if not Path(workspace).is_dir():
         raise click.ClickException(f"no workspace folder at {workspace}")
-    with open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
+    committed = Committed()
+    with committed.on_interrupt(), \
+            open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
         report = import_npz(store, workspace, npz, allow_pickle=allow_pickle, prune=prune,
-                            before_delete=lambda paths: announce_deletions(
+                            progress=committed, before_delete=lambda paths: announce_deletions(
                                 paths, "whose files are gone"))
     if as_json:
         echo_json(report.to_dict())
@@ -126,8 +128,10 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
 
     if file != "-" and not Path(file).is_file():
         raise click.ClickException(f"no file at {file}")
-    with open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
-        report = import_jsonl(store, file)
+    committed = Committed()
+    with committed.on_interrupt(), \
+            open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
+        report = import_jsonl(store, file, progress=committed)
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -167,20 +171,21 @@ def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
 
     if force and not prune:
         raise click.UsageError("--force only applies with --prune")
-    bar: list[Any] = []
+    committed = Committed(done="copied")
 
     def on_total(total: int) -> None:
-        bar.append(progress_bar(total, "copy"))
+        committed.total, committed.bar = total, progress_bar(total, "copy")
 
     try:
-        report = copy_store(source, destination, embedder=embedder, prune=prune, force=force,
-                            batch_size=batch_size, on_total=on_total,
-                            progress=lambda n: bar[0].update(n) if bar else None,
-                            before_delete=lambda paths: announce_deletions(
-                                paths, "the source does not have"))
+        with committed.on_interrupt():
+            report = copy_store(source, destination, embedder=embedder, prune=prune,
+                                force=force, batch_size=batch_size, on_total=on_total,
+                                progress=committed,
+                                before_delete=lambda paths: announce_deletions(
+                                    paths, "the source does not have"))
     finally:
-        if bar:
-            bar[0].close()
+        if committed.bar is not None:
+            committed.bar.close()
     if as_json:
         echo_json(report.to_dict())
     else:
