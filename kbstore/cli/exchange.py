@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..embedders import EMBEDDER_NAMES
+from ..model import fingerprint_id, same_model
 from .common import (
     Committed,
     announce_deletions,
@@ -52,6 +54,7 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     mismatched entries are reported and the workspace is then reconciled
     as `kbstore import` would (embedding only what is left).
     """
+    from ..embed_nomic import MODEL as PICOBOT_MODEL
     from ..exchange_npz import import_npz
 
     # Check inputs before opening: opening creates the database.
@@ -65,10 +68,18 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
         report = import_npz(store, workspace, npz, allow_pickle=allow_pickle, prune=prune,
                             progress=committed, before_delete=lambda paths: announce_deletions(
                                 paths, "whose files are gone"))
+        ours = store.embedder.fingerprint() if store.embedder is not None else {}
     if as_json:
         echo_json(report.to_dict())
     else:
         click.echo(report.summary())
+    if report.imported_vectors and ours.get("model") != PICOBOT_MODEL:
+        # The sidecar records no embedder; picobot made it with nomic v1.5.
+        click.echo(f"note: an npz records no embedder; its {report.imported_vectors} vector(s) "
+                   f"were taken as {PICOBOT_MODEL} vectors (picobot's model) of this store's "
+                   f"dimension, but this store embeds with {ours.get('model')}; if the npz "
+                   f"was not made by picobot, run `kbstore reembed --db {db_path} --embedder "
+                   f"{ours.get('name')}`", err=True)
     for skipped in report.reconcile.skipped:
         click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
     if report.reconcile.kept_missing:
@@ -128,16 +139,68 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
 
     if file != "-" and not Path(file).is_file():
         raise click.ClickException(f"no file at {file}")
+    source: Any = _spooled_stdin() if file == "-" else file
+    chosen = _jsonl_embedder(db_path, source, file, embedder)
     committed = Committed()
     with committed.on_interrupt(), \
-            open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
-        report = import_jsonl(store, file, progress=committed)
+            open_store(db_path, create=True, hype=hype, embedder=chosen) as store:
+        report = import_jsonl(store, source, progress=committed)
+        ours = store.embedder.fingerprint() if store.embedder is not None else None
     if as_json:
         echo_json(report.to_dict())
     else:
         click.echo(report.summary())
+    if report.fingerprint_mismatch and ours is not None:
+        click.echo(f"note: the vectors of {report.fingerprint_mismatch} record(s) were made by "
+                   f"another embedder than this store's ({fingerprint_id(ours)}); they were "
+                   "not used, and those documents were embedded again with this store's",
+                   err=True)
     for skipped in report.skipped:
         click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
+
+
+def _spooled_stdin() -> Any:
+    """stdin as a seekable text file (its header is read twice)."""
+    import shutil
+    import sys
+    import tempfile
+
+    spool = tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+", encoding="utf-8",
+                                          errors="surrogateescape")
+    shutil.copyfileobj(sys.stdin, spool)
+    spool.seek(0)
+    return spool
+
+
+def _jsonl_embedder(db_path: str, source: Any, file: str, embedder: str | None) -> Any:
+    """The embedder an import of ``source`` uses: the export's own for a store
+    without documents (so its vectors are reused and its fingerprint is
+    recorded), the store's otherwise; a chosen --embedder that is not the
+    export's is refused rather than mixing or silently dropping its vectors."""
+    from ..backends import location_exists
+    from ..embedders import embedder_from_fingerprint, get_embedder
+    from ..exchange import export_fingerprint
+
+    theirs = export_fingerprint(source)
+    if theirs is None:
+        return embedder
+    if embedder is not None:
+        chosen = get_embedder(embedder, **({"dim": theirs.get("dim")}
+                                           if theirs.get("name") == embedder else {}))
+        if not same_model(chosen.fingerprint(), theirs):
+            raise click.ClickException(
+                f"{file} holds vectors made by {fingerprint_id(theirs)}, not {embedder}: leave "
+                f"out --embedder to import with the export's embedder (its vectors are reused), "
+                f"then `kbstore reembed --db {db_path} --embedder {embedder}` if you want "
+                f"{embedder}")
+        return chosen
+    if location_exists(db_path):
+        with open_store(db_path, read_only=True) as store:
+            if len(store):
+                return None  # the store's own embedder (documents fix it)
+    from ..settings import Settings
+
+    return embedder_from_fingerprint(theirs, model_dir=Settings.from_env().nomic_model_dir)
 
 
 @cli.command("copy")
