@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .ingest import section_folder, section_missing
+from .model import Skipped
 
 MASS_DELETE_SHARE = 0.5
 MASS_DELETE_MIN = 5
@@ -74,3 +75,12 @@ def plan_removal(workspace: str | os.PathLike[str] | None, gone: list[str], stor
         reasons.append(f"no folder {', '.join(folders)}")
     return Removal(delete=[p for p in gone if p not in held],
                    keep=[p for p in gone if p in held], reason="; ".join(reasons))
+
+
+def plan_missing(workspace: str | os.PathLike[str], stored: list[str], seen: set[str],
+                 skipped: list[Skipped], *, prune: bool | None) -> Removal:
+    """The removal after reading a workspace: ``stored`` (every stored path,
+    the ones just written included) minus the candidates ``seen`` there;
+    what the scan ``skipped`` (a folder it could not read) is not gone."""
+    return plan_removal(workspace, [p for p in stored if p not in seen], len(stored),
+                        folder_empty=not seen, prune=prune, unread=[s.path for s in skipped])

@@ -216,3 +216,38 @@ class Committed:
             click.echo(f"\nstopped: {self.count}{of} documents {self.done}; {self.after}",
                        err=True)
             raise SystemExit(130) from None
+
+
+def dry_run_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--dry-run", is_flag=True,
+                        help="Only say what would be added, updated and deleted: the store is "
+                             "opened read-only (a missing one is not created).")(fn)
+
+
+def existing_store(db_path: str, embedder: Any = None) -> Any:
+    """A dry run's store: read-only, or None where there is none yet."""
+    from ..backends import location_exists
+
+    if not location_exists(db_path):
+        return contextlib.nullcontext(None)
+    return open_store(db_path, read_only=True, embedder=embedder)
+
+
+def print_plan(plan: Any, as_json: bool, why: str, keep_hint: str = "") -> None:
+    """A dry run's report: the counts, then every path it would touch
+    (``SHOWN`` of each list; --json lists them all)."""
+    if as_json:
+        echo_json(plan.to_dict())
+        return
+    click.echo(plan.summary())
+    for label, paths in (("add", plan.add), ("update", plan.update)):
+        if paths:
+            click.echo(f"  would {label} {len(paths)} document(s): {some_paths(paths)}")
+    if plan.delete:
+        click.echo(f"  would delete {len(plan.delete)} document(s) {why}: "
+                   f"{some_paths(plan.delete)}")
+    if plan.keep:
+        click.echo(f"  would keep {len(plan.keep)} document(s) {why} ({plan.keep_reason}): "
+                   f"{some_paths(plan.keep)}" + (f"; {keep_hint}" if keep_hint else ""))
+    for skipped in plan.skipped:
+        click.echo(f"  would skip {shown(skipped.path)}: {skipped.reason}")

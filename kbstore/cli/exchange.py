@@ -14,10 +14,13 @@ from .common import (
     announce_deletions,
     cli,
     db_option,
+    dry_run_option,
     echo_json,
+    existing_store,
     friendly_errors,
     json_option,
     open_store,
+    print_plan,
     shown,
     some_paths,
 )
@@ -42,11 +45,12 @@ _embedder_option = click.option(
               help="As for `kbstore import`: delete documents whose files are gone.")
 @_hype_option
 @_embedder_option
+@dry_run_option
 @json_option
 @friendly_errors
 def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
                    prune: bool | None, hype: bool | None, embedder: str | None,
-                   as_json: bool) -> None:
+                   dry_run: bool, as_json: bool) -> None:
     """Import picobot's old embeddings.npz sidecar without re-embedding.
 
     A vector is reused when its document's body still has the md5 recorded
@@ -62,6 +66,15 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
         raise click.ClickException(f"no npz file at {npz}")
     if not Path(workspace).is_dir():
         raise click.ClickException(f"no workspace folder at {workspace}")
+    if dry_run:  # the documents come from the workspace; the npz only saves embedding
+        from ..exchange_npz import _read_npz
+        from ..plans import plan_import
+
+        _read_npz(npz, allow_pickle)  # a bad npz fails the dry run as it would the import
+        with existing_store(db_path, embedder) as store:
+            plan = plan_import(store, workspace, prune=prune)
+        print_plan(plan, as_json, "whose files are gone", "rerun with --prune to delete them")
+        return
     committed = Committed()
     with committed.on_interrupt(), \
             open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
@@ -125,10 +138,11 @@ def export_cmd(db_path: str, fmt: str, out: str, vectors: bool, force: bool) -> 
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @_hype_option
 @_embedder_option
+@dry_run_option
 @json_option
 @friendly_errors
 def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str | None,
-                     as_json: bool) -> None:
+                     dry_run: bool, as_json: bool) -> None:
     """Import a `kbstore export --format jsonl` FILE ('-' for stdin).
 
     Vectors are reused only if their fingerprint is this store's; HyPE
@@ -141,6 +155,13 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
         raise click.ClickException(f"no file at {file}")
     source: Any = _spooled_stdin() if file == "-" else file
     chosen = _jsonl_embedder(db_path, source, file, embedder)
+    if dry_run:
+        from ..plans import plan_jsonl
+
+        with existing_store(db_path, chosen) as store:
+            plan = plan_jsonl(store, source)
+        print_plan(plan, as_json, "")
+        return
     committed = Committed()
     with committed.on_interrupt(), \
             open_store(db_path, create=True, hype=hype, embedder=chosen) as store:
@@ -217,10 +238,11 @@ def _jsonl_embedder(db_path: str, source: Any, file: str, embedder: str | None) 
               help="With --prune: delete them even when that removes most of the destination.")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=None,
               help="Documents per transaction.")
+@dry_run_option
 @json_option
 @friendly_errors
 def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
-             force: bool, batch_size: int | None, as_json: bool) -> None:
+             force: bool, batch_size: int | None, dry_run: bool, as_json: bool) -> None:
     """Copy a knowledge base to another location or backend, losslessly.
 
     SOURCE and DESTINATION are database files or postgresql:// URLs (with
@@ -234,6 +256,15 @@ def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
 
     if force and not prune:
         raise click.UsageError("--force only applies with --prune")
+    if dry_run:
+        from ..plans import plan_copy
+
+        plan = plan_copy(source, destination, prune=prune, force=force)
+        if not prune:
+            plan.keep_reason = "no --prune"
+        print_plan(plan, as_json, "the source does not have",
+                   "rerun with --prune --force to delete them" if prune else "")
+        return
     committed = Committed(done="copied")
 
     def on_total(total: int) -> None:
