@@ -30,6 +30,13 @@ def _everything(location: str) -> list[dict[str, Any]]:
         return records(store, vectors=True)
 
 
+def _dry_lines(run_cli: Any, *args: Any) -> list[str]:
+    result = run_cli(*args, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "deleting" not in result.stderr
+    return result.stdout.splitlines()
+
+
 @pytest.fixture
 def imported(backend: Any, run_cli: Any, tmp_path: Path) -> tuple[str, Path]:
     location, ws = backend(), _workspace(tmp_path / "ws", 8)
@@ -50,15 +57,12 @@ def test_import_dry_run_lists_the_changes_and_writes_nothing(imported: Any,
     location, ws = imported
     _edit(ws)
     before = _everything(location)
-    dry = run_cli("import", "--db", location, ws, "--dry-run")
-    assert dry.exit_code == 0, dry.output
-    assert dry.stdout.splitlines() == [
+    assert _dry_lines(run_cli, "import", "--db", location, ws) == [
         "dry run, nothing written: would add 1, update 1, leave 6 unchanged, delete 1, keep 0 "
         "missing, skip 0",
         "  would add 1 document(s): projects/new.md",
         "  would update 1 document(s): projects/note-1.md",
         "  would delete 1 document(s) whose files are gone: projects/note-2.md"]
-    assert "deleting" not in dry.stderr
     assert _everything(location) == before
     real = run_cli("import", "--db", location, ws)
     assert real.stdout.startswith("added 1, updated 1, unchanged 6, deleted 1,")
@@ -100,9 +104,7 @@ def test_copy_dry_run_lists_what_prune_would_delete(backend: Any, run_cli: Any,
         store.upsert("projects/note-0.md", title="note 0", body="another body")
         store.upsert("projects/mine.md", title="mine", body="only here")
     before = _everything(dst)
-    dry = run_cli("copy", src, dst, "--prune", "--dry-run")
-    assert dry.exit_code == 0, dry.output
-    lines = dry.stdout.splitlines()
+    lines = _dry_lines(run_cli, "copy", src, dst, "--prune")
     assert lines[0] == ("dry run, nothing written: would add 7, update 1, leave 0 unchanged, "
                         "delete 1, keep 0 missing, skip 0")
     assert "  would update 1 document(s): projects/note-0.md" in lines
@@ -123,9 +125,7 @@ def test_import_jsonl_dry_run(imported: Any, run_cli: Any, tmp_path: Path) -> No
     first["body"] = "edited in the export"
     out.write_text("\n".join([json.dumps(first), *lines[1:], "not json"]) + "\n")
     before = _everything(location)
-    dry = run_cli("import-jsonl", "--db", location, out, "--dry-run")
-    assert dry.exit_code == 0, dry.output
-    assert dry.stdout.splitlines() == [
+    assert _dry_lines(run_cli, "import-jsonl", "--db", location, out) == [
         "dry run, nothing written: would add 0, update 1, leave 7 unchanged, delete 0, keep 0 "
         "missing, skip 1",
         f"  would update 1 document(s): {first['path']}",
