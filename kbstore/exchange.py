@@ -35,7 +35,8 @@ from .writer import IMPORTED_QUESTIONS_MODEL, Provided, batches
 if TYPE_CHECKING:
     from .store import KnowledgeStore
 
-__all__ = ["ExchangeError", "export_jsonl", "export_markdown", "import_jsonl"]
+__all__ = ["ExchangeError", "export_fingerprint", "export_jsonl", "export_markdown",
+           "import_jsonl"]
 
 
 # -- JSONL export -----------------------------------------------------------------------
@@ -270,8 +271,27 @@ def _read_jsonl(file: str | os.PathLike[str] | IO[str], report: JsonlReport
             handle.close()
 
 
+def export_fingerprint(file: str | os.PathLike[str] | IO[str]) -> dict[str, Any] | None:
+    """The embedder fingerprint an export's vectors were made with (the first
+    record carrying vectors), or None when it carries none. A stream is read
+    and rewound, so it must be seekable."""
+    report = JsonlReport()
+    start = file.tell() if hasattr(file, "tell") else None
+    try:
+        for _, record in _read_jsonl(file, report):
+            vectors = record.get("vectors") if isinstance(record, dict) else None
+            theirs = vectors.get("fingerprint") if isinstance(vectors, dict) else None
+            if isinstance(theirs, dict) and isinstance(theirs.get("name"), str):
+                return theirs
+        return None
+    finally:
+        if start is not None:
+            file.seek(start)  # type: ignore[union-attr]
+
+
 def import_jsonl(store: KnowledgeStore, file: str | os.PathLike[str] | IO[str], *,
-                 batch_size: int | None = None) -> JsonlReport:
+                 batch_size: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> JsonlReport:
     """Load an :func:`export_jsonl` file. Vectors are reused when their
     fingerprint is the store's; questions are kept (no LLM call for them);
     whatever is missing is embedded. Bad records are skipped with a reason."""
@@ -287,7 +307,7 @@ def import_jsonl(store: KnowledgeStore, file: str | os.PathLike[str] | IO[str], 
             except ExchangeError as exc:
                 report.skipped.append(Skipped(where, str(exc)))
 
-    write_records(writer, records(), batch_size or store.settings.batch_size, report)
+    write_records(writer, records(), batch_size or store.settings.batch_size, report, progress)
     store.backend.checkpoint()
     return report
 

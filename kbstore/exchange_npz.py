@@ -176,7 +176,8 @@ def _usable(vector: np.ndarray) -> bool:
 def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
                npz_path: str | os.PathLike[str], *, allow_pickle: bool = False,
                prune: bool | None = None, batch_size: int | None = None,
-               before_delete: Callable[[list[str]], None] | None = None) -> NpzReport:
+               before_delete: Callable[[list[str]], None] | None = None,
+               progress: Callable[[int], None] | None = None) -> NpzReport:
     """Bring picobot's ``embeddings.npz`` into the store while reconciling it
     with the workspace. Fresh vectors (same body md5, the store's dimension)
     are reused; stale, unknown, mismatched and uncovered documents are
@@ -229,7 +230,7 @@ def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
                                     [np.asarray(v, np.float32) for v in qvecs] if reuse_qvecs
                                     else None)
     outcome = store.reconcile(workspace, prune=prune, batch_size=batch_size, provided=provided,
-                              before_delete=before_delete)
+                              before_delete=before_delete, progress=progress)
     report.reconcile = outcome.report
     report.imported_vectors = outcome.reused_vectors
     report.imported_questions = outcome.imported_questions

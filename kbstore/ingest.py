@@ -23,6 +23,7 @@ not interpreted at all. A UTF-8 byte-order mark and CRLF line ends are fine.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -31,7 +32,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import InvalidDocumentError
-from .model import DOC_TYPES, Document
+from .model import DOC_TYPES, Document, Skipped
+
+log = logging.getLogger("kbstore")
 
 TOPICS = ("self", "user", "projects", "domains", "journal")
 SKILLS_TOPIC = "skills"
@@ -530,3 +533,21 @@ def _skip_reason(root: Path, file: Path, rel: str) -> str:
 def _printable(rel: str) -> str:
     """A non-UTF-8 file name as text a report and a terminal can show."""
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def workspace_documents(workspace: str | os.PathLike[str], seen: set[str],
+                        skipped: list[Skipped]) -> Iterator[Document]:
+    """The documents of a workspace, parsed; every candidate's path goes into
+    ``seen`` (an unreadable one too: its stored copy is kept) and each file
+    that cannot be a document into ``skipped`` with the reason."""
+    for rel, file, reason in scan_workspace(workspace):
+        seen.add(rel)
+        if reason or file is None:
+            skipped.append(Skipped(rel, reason))
+            log.warning("skipped %s: %s", rel, reason)
+            continue
+        try:
+            yield parse_file(file, rel)
+        except (InvalidDocumentError, OSError) as exc:
+            skipped.append(Skipped(rel, str(exc)))
+            log.warning("skipped %s: %s", rel, exc)

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from . import __version__
-from .errors import KBStoreError
+from .errors import EmptyQueryError, KBStoreError
 from .ingest import (
     EXCLUDED_NAMES,
     MAX_FILE_BYTES,
@@ -119,8 +119,11 @@ class KnowledgeService:
 
     def tool_search(self, query: str, topic: str | None = None, limit: int = 10,
                     min_similarity: float | None = None, explain: bool = False) -> dict[str, Any]:
-        hits = self.store.search(query, topic=topic, limit=limit, explain=explain,
-                                 min_similarity=min_similarity)
+        try:
+            hits = self.store.search(query, topic=topic, limit=limit, explain=explain,
+                                     min_similarity=min_similarity)
+        except EmptyQueryError:  # "???": refused as the schema refuses "" and "  "
+            raise ToolArgumentError("'query' must not be empty") from None
         out = []
         for hit in hits:
             item = {"path": hit.path, "uri": document_uri(hit.path), "title": hit.title,

@@ -24,6 +24,7 @@ from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
 from .files import atomic_write, render_markdown
 from .ingest import TOPICS, make_document, normalize_tags, parse_file
+from .query import is_blank
 
 __all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]
 # Re-index rounds after a store(): another process may rewrite the same file
@@ -281,7 +282,7 @@ class KnowledgeBase:
                min_similarity: float | None = None) -> str:
         """Hybrid search; the formatted text picobot hands its agent.
         ``min_similarity`` overrides the database's confidence floor."""
-        if not isinstance(query, str) or not query.strip():
+        if not isinstance(query, str) or is_blank(query):
             return "No results: the search query is empty."
         self._ensure_reconciled()
         floor = {} if min_similarity is None else {"min_similarity": min_similarity}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -309,12 +310,20 @@ def parse_now(now: Any) -> str:
     return moment.isoformat()
 
 
+def is_blank(query: str) -> bool:
+    """No letter, digit or symbol: only spaces, punctuation ("???", "...",
+    "-- --") and control or format characters. Such a query gives no word to
+    any text retriever and means nothing to an embedder: it is empty."""
+    return all(ch.isspace() or unicodedata.category(ch)[0] == "P"
+               or unicodedata.category(ch) in ("Cc", "Cf") for ch in query)
+
+
 def analyse(query: Any, vector: bytes | None, *, topic: Any = None, limit: Any = 10,
             now: Any = None, settings: Mapping[str, Any], explain: bool = False
             ) -> SearchRequest:
     """A validated request. ``settings`` are already resolved (see
     :func:`resolve_settings`); ``vector`` is float32 bytes or None."""
-    if not isinstance(query, str) or not query.replace("\x00", " ").strip():
+    if not isinstance(query, str) or is_blank(query):
         raise EmptyQueryError("search query is empty; pass some words to search for")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidQueryError(f"limit must be an integer in 1..{MAX_LIMIT}, got {limit!r}")

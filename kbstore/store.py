@@ -22,10 +22,9 @@ from .embedders import DEFAULT_EMBEDDER, embedder_from_fingerprint, get_embedder
 from .errors import (
     EmbedderChangedError,
     EmbedderMismatchError,
-    InvalidDocumentError,
     NotInitializedError,
 )
-from .model import Document, Hit, ImportReport, Skipped
+from .model import Document, Hit, ImportReport
 from .settings import Settings
 from .vectors import query_blob
 
@@ -230,35 +229,18 @@ class KnowledgeStore:
                   provided: dict[str, Provided] | None = None) -> Outcome:
         """:meth:`import_directory` with vectors/questions that came with the
         files (``provided``), returning the write path's whole outcome."""
-        from .ingest import parse_file, scan_workspace
-        from .removal import plan_removal
+        from .ingest import workspace_documents
+        from .removal import plan_missing
         from .writer import Outcome
 
         root = Path(workspace).expanduser()
         outcome = Outcome()
         report = outcome.report
         seen: set[str] = set()
-
-        def parsed() -> Iterable[Document]:
-            for rel, file, reason in scan_workspace(root):
-                seen.add(rel)
-                if reason or file is None:
-                    report.skipped.append(Skipped(rel, reason))
-                    log.warning("skipped %s: %s", rel, reason)
-                    continue
-                try:
-                    yield parse_file(file, rel)
-                except (InvalidDocumentError, OSError) as exc:
-                    report.skipped.append(Skipped(rel, str(exc)))
-                    log.warning("skipped %s: %s", rel, exc)
-
-        outcome.add(self.write(parsed(), batch_size=batch_size, progress=progress,
-                               provided=provided))
+        outcome.add(self.write(workspace_documents(root, seen, report.skipped),
+                               batch_size=batch_size, progress=progress, provided=provided))
         self.backend.checkpoint()  # a bulk write: fold the WAL back (and truncate it)
-        stored = self.paths()
-        removal = plan_removal(root, [p for p in stored if p not in seen], len(stored),
-                               folder_empty=not seen, prune=prune,
-                               unread=[s.path for s in report.skipped])
+        removal = plan_missing(root, self.paths(), seen, report.skipped, prune=prune)
         if removal.keep:
             report.kept_missing, report.kept_reason = removal.keep, removal.reason
             log.warning("kept %d document(s) missing from %s (%s); pass prune=True "

@@ -22,6 +22,7 @@ from .embedders import embedder_from_fingerprint
 from .errors import KBStoreError
 from .exchange import JsonlReport, _record, document_records, write_records
 from .model import Document, Skipped
+from .removal import plan_removal
 from .writer import Provided
 
 META_COPIED = ("fusion",)  # stored search defaults a user may have tuned
@@ -35,7 +36,8 @@ class CopyReport:
     embedder: str = ""
     jsonl: JsonlReport = field(default_factory=JsonlReport)
     pruned: int = 0
-    extra_in_destination: list[str] = field(default_factory=list)
+    extra_in_destination: list[str] = field(default_factory=list)  # kept
+    kept_reason: str = ""  # why --prune kept them ('' when it was not asked to delete)
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "jsonl"}
@@ -65,7 +67,8 @@ def _same_location(src: str, dst: str) -> bool:
 
 
 def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[str], *,
-               embedder: Any = None, prune: bool = False, batch_size: int | None = None,
+               embedder: Any = None, prune: bool = False, force: bool = False,
+               batch_size: int | None = None,
                progress: Callable[[int], None] | None = None,
                on_total: Callable[[int], None] | None = None,
                before_delete: Callable[[list[str]], None] | None = None) -> CopyReport:
@@ -73,7 +76,10 @@ def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[st
     missing). ``embedder``: for a new destination only (default: the
     source's, so vectors are reused); an existing destination keeps its own.
     ``prune`` deletes destination documents the source does not have
-    (``before_delete`` sees them first)."""
+    (``before_delete`` sees them first) -- unless that looks like a mistake
+    (:mod:`kbstore.removal`: an empty source, half the destination): then
+    they are kept, with the reason in ``kept_reason``; ``force`` deletes
+    them anyway."""
     from .store import KnowledgeStore
 
     src_loc, dst_loc = str(source), str(destination)
@@ -96,12 +102,18 @@ def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[st
                     if value is not None:
                         dst.backend.set_meta(key, value)
             seen = _copy_documents(src, dst, report, batch_size, progress)
-            report.extra_in_destination = [p for p in dst.paths() if p not in seen]
-            if prune and report.extra_in_destination:
+            stored = dst.paths()
+            extra = [p for p in stored if p not in seen]
+            removal = plan_removal(None, extra, len(stored), folder_empty=not seen,
+                                   prune=(True if force else None) if prune else False,
+                                   empty_reason=f"the source {src.location} holds no documents")
+            report.extra_in_destination = removal.keep
+            if prune:
+                report.kept_reason = removal.reason
+            if removal.delete:
                 if before_delete is not None:
-                    before_delete(report.extra_in_destination)
-                report.pruned = dst.delete_many(report.extra_in_destination)
-                report.extra_in_destination = []
+                    before_delete(removal.delete)
+                report.pruned = dst.delete_many(removal.delete)
             dst.backend.checkpoint()
     return report
 

@@ -3,10 +3,11 @@ opening a store, one-line errors, JSON output, progress bars."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -147,10 +148,15 @@ def cli(verbose: bool) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO if verbose else logging.ERROR)
     logger.propagate = False
+    # ... except "waiting for another kbstore process": a queued writer says so.
+    waiting = logging.getLogger("kbstore.wait")
+    waiting_before = waiting.level
+    waiting.setLevel(logging.WARNING)
 
     def restore() -> None:
         logger.removeHandler(handler)
         logger.level, logger.propagate = before
+        waiting.setLevel(waiting_before)
 
     click.get_current_context().call_on_close(restore)
 
@@ -181,3 +187,67 @@ def hype_pending_hint(count: int, db_path: str) -> None:
 def announce_deletions(paths: list[str], why: str) -> None:
     """Every command that deletes documents says which, before it does."""
     click.echo(f"deleting {len(paths)} document(s) {why}: {some_paths(paths)}", err=True)
+
+
+class Committed:
+    """Counts documents a write path reports done (its ``progress`` calls come
+    after each commit), and turns Ctrl-C into a line saying how far it got
+    and exit status 130 instead of click's bare 'Aborted!'."""
+
+    def __init__(self, total: int | None = None, done: str = "committed",
+                 after: str = "run the same command again to continue") -> None:
+        self.total, self.done, self.after = total, done, after
+        self.count = 0
+        self.bar: Any = None
+
+    def __call__(self, count: int) -> None:
+        self.count += count
+        if self.bar is not None:
+            self.bar.update(count)
+
+    @contextlib.contextmanager
+    def on_interrupt(self) -> Iterator[Committed]:
+        try:
+            yield self
+        except KeyboardInterrupt:
+            if self.bar is not None:
+                self.bar.close()
+            of = f" of {self.total}" if self.total is not None else ""
+            click.echo(f"\nstopped: {self.count}{of} documents {self.done}; {self.after}",
+                       err=True)
+            raise SystemExit(130) from None
+
+
+def dry_run_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--dry-run", is_flag=True,
+                        help="Only say what would be added, updated and deleted: the store is "
+                             "opened read-only (a missing one is not created).")(fn)
+
+
+def existing_store(db_path: str, embedder: Any = None) -> Any:
+    """A dry run's store: read-only, or None where there is none yet."""
+    from ..backends import location_exists
+
+    if not location_exists(db_path):
+        return contextlib.nullcontext(None)
+    return open_store(db_path, read_only=True, embedder=embedder)
+
+
+def print_plan(plan: Any, as_json: bool, why: str, keep_hint: str = "") -> None:
+    """A dry run's report: the counts, then every path it would touch
+    (``SHOWN`` of each list; --json lists them all)."""
+    if as_json:
+        echo_json(plan.to_dict())
+        return
+    click.echo(plan.summary())
+    for label, paths in (("add", plan.add), ("update", plan.update)):
+        if paths:
+            click.echo(f"  would {label} {len(paths)} document(s): {some_paths(paths)}")
+    if plan.delete:
+        click.echo(f"  would delete {len(plan.delete)} document(s) {why}: "
+                   f"{some_paths(plan.delete)}")
+    if plan.keep:
+        click.echo(f"  would keep {len(plan.keep)} document(s) {why} ({plan.keep_reason}): "
+                   f"{some_paths(plan.keep)}" + (f"; {keep_hint}" if keep_hint else ""))
+    for skipped in plan.skipped:
+        click.echo(f"  would skip {shown(skipped.path)}: {skipped.reason}")

@@ -8,14 +8,18 @@ import click
 
 from ..embedders import EMBEDDER_NAMES
 from .common import (
+    Committed,
     announce_deletions,
     cli,
     db_option,
+    dry_run_option,
     echo_json,
+    existing_store,
     friendly_errors,
     hype_pending_hint,
     json_option,
     open_store,
+    print_plan,
     progress_bar,
     shown,
     some_paths,
@@ -49,10 +53,11 @@ def _print_report(report: Any, as_json: bool) -> None:
               help="Generate HyPE questions with the LLM (default: env KBSTORE_HYPE, else on).")
 @click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), default=None,
               help="Embedder for a new database (default: the stored one, else nomic).")
+@dry_run_option
 @json_option
 @friendly_errors
 def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
-            embedder: str | None, as_json: bool) -> None:
+            embedder: str | None, dry_run: bool, as_json: bool) -> None:
     """Reconcile the store with a picobot WORKSPACE (by content hash).
 
     New and changed files are embedded, unchanged ones cost nothing.
@@ -61,14 +66,23 @@ def import_(db_path: str, workspace: str, prune: bool | None, hype: bool | None,
     """
     from ..ingest import scan_workspace
 
+    if dry_run:
+        from ..plans import plan_import
+
+        with existing_store(db_path, embedder) as store:
+            plan = plan_import(store, workspace, prune=prune)
+        print_plan(plan, as_json, "whose files are gone", "rerun with --prune to delete them")
+        return
     total = sum(1 for _ in scan_workspace(workspace))
 
     def announce(paths: list[str]) -> None:
         announce_deletions(paths, "whose files are gone")
 
-    with open_store(db_path, create=True, embedder=embedder, hype=hype) as store, \
-            progress_bar(total, "importing") as bar:
-        report = store.import_directory(workspace, prune=prune, progress=bar.update,
+    committed = Committed(total)
+    with committed.on_interrupt(), \
+            open_store(db_path, create=True, embedder=embedder, hype=hype) as store, \
+            progress_bar(total, "importing") as committed.bar:
+        report = store.import_directory(workspace, prune=prune, progress=committed,
                                         before_delete=announce)
     _print_report(report, as_json)
     if not total:
@@ -150,8 +164,11 @@ def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str 
 @db_option
 @click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), required=True)
 @click.option("--dim", type=int, default=None, help="Vector dimension (nomic: 768/512/256).")
+@click.option("--dry-run", is_flag=True,
+              help="Only say how many documents' vectors would be replaced, and by which "
+                   "model's (read-only).")
 @friendly_errors
-def reembed(db_path: str, embedder: str, dim: int | None) -> None:
+def reembed(db_path: str, embedder: str, dim: int | None, dry_run: bool) -> None:
     """Rebuild every vector with another embedder (keeps documents/questions).
 
     The old vectors keep serving until the new ones are complete; a failure
@@ -160,9 +177,23 @@ def reembed(db_path: str, embedder: str, dim: int | None) -> None:
     from ..embedders import get_embedder
 
     new = get_embedder(embedder, **({"dim": dim} if dim is not None else {}))
-    with open_store(db_path, hype=False) as store, \
-            progress_bar(len(store), "re-embedding") as bar:
-        done = store.reembed(new, progress=bar.update)
+    if dry_run:
+        from ..model import fingerprint_id
+
+        with open_store(db_path, read_only=True) as store:
+            info, count = store.status(), len(store)
+        old = fingerprint_id(info["embedder"]) if info.get("embedder") else "none"
+        click.echo(f"dry run, nothing written: would replace the vectors of {count} "
+                   f"document(s) and their HyPE questions ({info['vectors']} vectors of "
+                   f"{old}) with {fingerprint_id(new.fingerprint())} vectors; documents and "
+                   "questions are kept")
+        return
+    committed = Committed(done="re-embedded", after="the old vectors still serve; run the "
+                          "same command again to resume")
+    with committed.on_interrupt(), open_store(db_path, hype=False) as store:
+        committed.total = len(store)
+        with progress_bar(len(store), "re-embedding") as committed.bar:
+            done = store.reembed(new, progress=committed)
     click.echo(f"re-embedded {done} document(s) with {embedder}")
 
 

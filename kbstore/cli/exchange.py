@@ -8,15 +8,21 @@ from typing import Any
 import click
 
 from ..embedders import EMBEDDER_NAMES
+from ..model import fingerprint_id, same_model
 from .common import (
+    Committed,
     announce_deletions,
     cli,
     db_option,
+    dry_run_option,
     echo_json,
+    existing_store,
     friendly_errors,
     json_option,
     open_store,
+    print_plan,
     shown,
+    some_paths,
 )
 
 _hype_option = click.option(
@@ -39,11 +45,12 @@ _embedder_option = click.option(
               help="As for `kbstore import`: delete documents whose files are gone.")
 @_hype_option
 @_embedder_option
+@dry_run_option
 @json_option
 @friendly_errors
 def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
                    prune: bool | None, hype: bool | None, embedder: str | None,
-                   as_json: bool) -> None:
+                   dry_run: bool, as_json: bool) -> None:
     """Import picobot's old embeddings.npz sidecar without re-embedding.
 
     A vector is reused when its document's body still has the md5 recorded
@@ -51,6 +58,7 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     mismatched entries are reported and the workspace is then reconciled
     as `kbstore import` would (embedding only what is left).
     """
+    from ..embed_nomic import MODEL as PICOBOT_MODEL
     from ..exchange_npz import import_npz
 
     # Check inputs before opening: opening creates the database.
@@ -58,14 +66,33 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
         raise click.ClickException(f"no npz file at {npz}")
     if not Path(workspace).is_dir():
         raise click.ClickException(f"no workspace folder at {workspace}")
-    with open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
+    if dry_run:  # the documents come from the workspace; the npz only saves embedding
+        from ..exchange_npz import _read_npz
+        from ..plans import plan_import
+
+        _read_npz(npz, allow_pickle)  # a bad npz fails the dry run as it would the import
+        with existing_store(db_path, embedder) as store:
+            plan = plan_import(store, workspace, prune=prune)
+        print_plan(plan, as_json, "whose files are gone", "rerun with --prune to delete them")
+        return
+    committed = Committed()
+    with committed.on_interrupt(), \
+            open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
         report = import_npz(store, workspace, npz, allow_pickle=allow_pickle, prune=prune,
-                            before_delete=lambda paths: announce_deletions(
+                            progress=committed, before_delete=lambda paths: announce_deletions(
                                 paths, "whose files are gone"))
+        ours = store.embedder.fingerprint() if store.embedder is not None else {}
     if as_json:
         echo_json(report.to_dict())
     else:
         click.echo(report.summary())
+    if report.imported_vectors and ours.get("model") != PICOBOT_MODEL:
+        # The sidecar records no embedder; picobot made it with nomic v1.5.
+        click.echo(f"note: an npz records no embedder; its {report.imported_vectors} vector(s) "
+                   f"were taken as {PICOBOT_MODEL} vectors (picobot's model) of this store's "
+                   f"dimension, but this store embeds with {ours.get('model')}; if the npz "
+                   f"was not made by picobot, run `kbstore reembed --db {db_path} --embedder "
+                   f"{ours.get('name')}`", err=True)
     for skipped in report.reconcile.skipped:
         click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
     if report.reconcile.kept_missing:
@@ -111,10 +138,11 @@ def export_cmd(db_path: str, fmt: str, out: str, vectors: bool, force: bool) -> 
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @_hype_option
 @_embedder_option
+@dry_run_option
 @json_option
 @friendly_errors
 def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str | None,
-                     as_json: bool) -> None:
+                     dry_run: bool, as_json: bool) -> None:
     """Import a `kbstore export --format jsonl` FILE ('-' for stdin).
 
     Vectors are reused only if their fingerprint is this store's; HyPE
@@ -125,14 +153,75 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
 
     if file != "-" and not Path(file).is_file():
         raise click.ClickException(f"no file at {file}")
-    with open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
-        report = import_jsonl(store, file)
+    source: Any = _spooled_stdin() if file == "-" else file
+    chosen = _jsonl_embedder(db_path, source, file, embedder)
+    if dry_run:
+        from ..plans import plan_jsonl
+
+        with existing_store(db_path, chosen) as store:
+            plan = plan_jsonl(store, source)
+        print_plan(plan, as_json, "")
+        return
+    committed = Committed()
+    with committed.on_interrupt(), \
+            open_store(db_path, create=True, hype=hype, embedder=chosen) as store:
+        report = import_jsonl(store, source, progress=committed)
+        ours = store.embedder.fingerprint() if store.embedder is not None else None
     if as_json:
         echo_json(report.to_dict())
     else:
         click.echo(report.summary())
+    if report.fingerprint_mismatch and ours is not None:
+        click.echo(f"note: the vectors of {report.fingerprint_mismatch} record(s) were made by "
+                   f"another embedder than this store's ({fingerprint_id(ours)}); they were "
+                   "not used, and those documents were embedded again with this store's",
+                   err=True)
     for skipped in report.skipped:
         click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
+
+
+def _spooled_stdin() -> Any:
+    """stdin as a seekable text file (its header is read twice)."""
+    import shutil
+    import sys
+    import tempfile
+
+    spool = tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+", encoding="utf-8",
+                                          errors="surrogateescape")
+    shutil.copyfileobj(sys.stdin, spool)
+    spool.seek(0)
+    return spool
+
+
+def _jsonl_embedder(db_path: str, source: Any, file: str, embedder: str | None) -> Any:
+    """The embedder an import of ``source`` uses: the export's own for a store
+    without documents (so its vectors are reused and its fingerprint is
+    recorded), the store's otherwise; a chosen --embedder that is not the
+    export's is refused rather than mixing or silently dropping its vectors."""
+    from ..backends import location_exists
+    from ..embedders import embedder_from_fingerprint, get_embedder
+    from ..exchange import export_fingerprint
+
+    theirs = export_fingerprint(source)
+    if theirs is None:
+        return embedder
+    if embedder is not None:
+        chosen = get_embedder(embedder, **({"dim": theirs.get("dim")}
+                                           if theirs.get("name") == embedder else {}))
+        if not same_model(chosen.fingerprint(), theirs):
+            raise click.ClickException(
+                f"{file} holds vectors made by {fingerprint_id(theirs)}, not {embedder}: leave "
+                f"out --embedder to import with the export's embedder (its vectors are reused), "
+                f"then `kbstore reembed --db {db_path} --embedder {embedder}` if you want "
+                f"{embedder}")
+        return chosen
+    if location_exists(db_path):
+        with open_store(db_path, read_only=True) as store:
+            if len(store):
+                return None  # the store's own embedder (documents fix it)
+    from ..settings import Settings
+
+    return embedder_from_fingerprint(theirs, model_dir=Settings.from_env().nomic_model_dir)
 
 
 @cli.command("copy")
@@ -142,13 +231,18 @@ def import_jsonl_cmd(db_path: str, file: str, hype: bool | None, embedder: str |
               help="Embedder for a new destination (default: the source's, so its vectors "
                    "are reused; another one embeds everything again).")
 @click.option("--prune", is_flag=True,
-              help="Delete destination documents the source does not have.")
+              help="Delete destination documents the source does not have (listed first); a "
+                   "removal that looks like a mistake (an empty source, half the destination) "
+                   "is refused and exits 1 unless --force.")
+@click.option("--force", is_flag=True,
+              help="With --prune: delete them even when that removes most of the destination.")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=None,
               help="Documents per transaction.")
+@dry_run_option
 @json_option
 @friendly_errors
 def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
-             batch_size: int | None, as_json: bool) -> None:
+             force: bool, batch_size: int | None, dry_run: bool, as_json: bool) -> None:
     """Copy a knowledge base to another location or backend, losslessly.
 
     SOURCE and DESTINATION are database files or postgresql:// URLs (with
@@ -160,26 +254,45 @@ def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
     from ..transfer import copy_store
     from .common import progress_bar
 
-    bar: list[Any] = []
+    if force and not prune:
+        raise click.UsageError("--force only applies with --prune")
+    if dry_run:
+        from ..plans import plan_copy
+
+        plan = plan_copy(source, destination, prune=prune, force=force)
+        if not prune:
+            plan.keep_reason = "no --prune"
+        print_plan(plan, as_json, "the source does not have",
+                   "rerun with --prune --force to delete them" if prune else "")
+        return
+    committed = Committed(done="copied")
 
     def on_total(total: int) -> None:
-        bar.append(progress_bar(total, "copy"))
+        committed.total, committed.bar = total, progress_bar(total, "copy")
 
     try:
-        report = copy_store(source, destination, embedder=embedder, prune=prune,
-                            batch_size=batch_size, on_total=on_total,
-                            progress=lambda n: bar[0].update(n) if bar else None,
-                            before_delete=lambda paths: announce_deletions(
-                                paths, "the source does not have"))
+        with committed.on_interrupt():
+            report = copy_store(source, destination, embedder=embedder, prune=prune,
+                                force=force, batch_size=batch_size, on_total=on_total,
+                                progress=committed,
+                                before_delete=lambda paths: announce_deletions(
+                                    paths, "the source does not have"))
     finally:
-        if bar:
-            bar[0].close()
+        if committed.bar is not None:
+            committed.bar.close()
     if as_json:
         echo_json(report.to_dict())
     else:
         click.echo(report.summary())
-        if report.extra_in_destination:
-            click.echo(f"the destination holds {len(report.extra_in_destination)} document(s) "
-                       "the source does not have (kept; --prune deletes them)", err=True)
+        extra = report.extra_in_destination
+        if extra and not prune:
+            click.echo(f"the destination holds {len(extra)} document(s) the source does not "
+                       "have (kept; --prune deletes them)", err=True)
     for skipped in report.jsonl.write.skipped + report.jsonl.skipped:
         click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
+    if prune and report.extra_in_destination:
+        click.echo(f"kept {len(report.extra_in_destination)} document(s) the source does not "
+                   f"have ({report.kept_reason}): {some_paths(report.extra_in_destination)}\n"
+                   "  they were not deleted; rerun with --prune --force to delete them",
+                   err=True)
+        raise SystemExit(1)

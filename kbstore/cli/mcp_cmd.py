@@ -98,15 +98,27 @@ def mcp(db_path: str, workspace: str | None, embedder: str | None, hype: bool | 
               help="Reconcile the whole workspace first (catches edits made while not "
                    "watching).")
 @click.option("--quiet", is_flag=True, help="Log warnings only.")
+@click.option("--dry-run", is_flag=True,
+              help="Only say what the initial sync would add, update and delete, then exit "
+                   "(read-only; nothing is watched).")
 @friendly_errors
 def watch(workspace: str, db_path: str, embedder: str | None, hype: bool | None,
-          debounce_ms: int | None, initial_sync: bool, quiet: bool) -> None:
+          debounce_ms: int | None, initial_sync: bool, quiet: bool, dry_run: bool) -> None:
     """Keep the index in step with WORKSPACE as its files are edited.
 
     Only changed paths are reconciled. A vanished knowledge folder, or more
     than half of the documents gone at once, deletes nothing (a warning says
     so); `kbstore import` removes them on purpose.
     """
+    if dry_run:
+        from ..plans import plan_import
+        from .common import existing_store, print_plan
+
+        with existing_store(db_path, embedder) as store:
+            plan = plan_import(store, workspace, prune=None)
+        print_plan(plan, False, "whose files are gone",
+                   f"`kbstore import --db {db_path} --prune {workspace}` deletes them")
+        return
     _require("watch", "watchfiles")
     import signal
     import threading

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import unicodedata
 from typing import Any
 
 from kbstore import KnowledgeStore
@@ -52,3 +53,10 @@ def snapshot(store: KnowledgeStore) -> list[tuple[Any, ...]]:
     """Every stored field of every document, in path order."""
     return [(d.path, d.title, d.body, d.tags, d.topic, d.doc_type, d.created, d.updated,
              d.extra, d.content_hash()) for d in store.documents(recent=False)]
+
+
+def blank_query(query: str) -> bool:
+    """The empty-query rule as a user sees it: nothing but spaces, punctuation
+    and control/format characters ("", "???", "-- --", "\x00")."""
+    return not any(unicodedata.category(ch)[0] in "LNS" or unicodedata.category(ch) in (
+        "Co", "Cs", "Cn") for ch in query if not ch.isspace())

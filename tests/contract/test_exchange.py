@@ -443,8 +443,11 @@ def test_cli_import_npz_export_and_import_jsonl(tmp_path, backend, sample_worksp
     result = run("import-npz", "--db", db, "--workspace", sample_workspace, npz,
                  "--embedder", "fake", "--no-hype")
     assert result.exit_code == 0, result.output
-    assert result.output.count("\n") == 1
+    assert result.stdout.count("\n") == 1
     assert f"reused {len(docs)} vectors" in result.output and "embedded 3" in result.output
+    # the fake embedder stands in for picobot's model here: said, not hidden
+    assert result.stderr.startswith(f"note: an npz records no embedder; its {len(docs)} "
+                                    "vector(s) were taken as nomic-embed-text-v1.5 vectors")
 
     out = tmp_path / "kb.jsonl"
     result = run("export", "--db", db, "--format", "jsonl", out, "--vectors")

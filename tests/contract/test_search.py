@@ -24,7 +24,7 @@ from kbstore import (
 from kbstore.doctor import diagnose
 from kbstore.ingest import make_document
 
-from .public import questions
+from .public import blank_query, questions
 
 NOW = "2026-06-30T12:00:00+00:00"
 
@@ -384,7 +384,7 @@ hostile_text = st.one_of(
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(query=hostile_text)
 def test_hostile_queries_never_raise(topic_store: KnowledgeStore, query: str) -> None:
-    if not query.replace("\x00", " ").strip():
+    if blank_query(query):
         with pytest.raises(EmptyQueryError):
             topic_store.search(query)
         return

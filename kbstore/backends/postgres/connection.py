@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from ...errors import DatabaseNotFoundError, KBStoreError
 from ...redact import redact
 from ...settings import Settings
+from ...waiting import notice_if_waiting
 from . import migrate as _migrate
 from .query import SESSION_SETTINGS
 
@@ -200,9 +201,10 @@ def write_transaction(conn: Any, schema: str, *, exclusive: bool = False,
     and the locks of ``paths``. Nested use joins the outer transaction (a
     savepoint) and takes the locks again, which a holder always gets."""
     with conn.transaction():
-        lock_kb(conn, schema, exclusive=exclusive)
-        if paths and not exclusive:
-            lock_paths(conn, schema, paths)
+        with notice_if_waiting(f"knowledge base {schema}"):
+            lock_kb(conn, schema, exclusive=exclusive)
+            if paths and not exclusive:
+                lock_paths(conn, schema, paths)
         yield conn
 
 

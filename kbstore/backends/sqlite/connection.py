@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from ...errors import DatabaseNotFoundError, ExtensionLoadError, KBStoreError
 from ...settings import BINDING_ENV, Settings
+from ...waiting import notice_if_waiting
 
 Connection = Any  # sqlite3.Connection or sqlean.Connection: same API
 MMAP_BYTES = 256 * 2**20  # address space only; pages are read as touched
@@ -263,6 +264,11 @@ def retry_busy(fn: Callable[[], T], attempts: int = 50, delay: float = 0.05) -> 
     raise AssertionError("unreachable")
 
 
+def _file_of(conn: Connection) -> str:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row and row[2] else "the database"
+
+
 @contextlib.contextmanager
 def transaction(conn: Connection) -> Iterator[Connection]:
     """One write transaction (BEGIN IMMEDIATE): commit on success, roll back
@@ -271,7 +277,8 @@ def transaction(conn: Connection) -> Iterator[Connection]:
     if conn.in_transaction:
         yield conn
         return
-    retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+    with notice_if_waiting(_file_of(conn)):
+        retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
     try:
         yield conn
         retry_busy(lambda: conn.execute("COMMIT"))

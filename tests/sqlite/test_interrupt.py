@@ -1,0 +1,105 @@
+"""Ctrl-C during a long write: the command says how many documents were
+committed and how to continue, and exits 130 (it used to print only
+'Aborted!' and exit 1). Running it again finishes the job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kbstore import KnowledgeStore
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 400
+# The CLI with a fake embedder that takes 0.3 s per batch (and a copy that
+# takes 10 ms per document), so a batch commits on its own and an interrupt
+# lands between commits.
+SLOW_CLI = """
+import sys, time
+from kbstore import embed
+real = embed.FakeEmbedder.embed_documents
+def slow(self, texts):
+    time.sleep(0.3)
+    return real(self, texts)
+embed.FakeEmbedder.embed_documents = slow
+from kbstore import transfer
+record = transfer._record
+def slow_record(*args):
+    time.sleep(0.01)
+    return record(*args)
+transfer._record = slow_record
+from kbstore.cli import main
+sys.argv = ["kbstore", *sys.argv[1:]]
+main()
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "KBSTORE_HYPE": "0"}
+
+
+def _workspace(root: Path) -> Path:
+    folder = root / "projects"
+    folder.mkdir(parents=True)
+    for i in range(N):
+        (folder / f"note-{i:03}.md").write_text(f"---\ntitle: note {i}\n---\nbody of {i}\n")
+    return root
+
+
+def _count(db: Path) -> int:
+    try:
+        with KnowledgeStore.open(db, read_only=True) as store:
+            return len(store)
+    except Exception:  # not created yet, or its schema not written yet
+        return 0
+
+
+def _interrupt_once_committed(args: list[str], db: Path) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI, *args], env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while _count(db) == 0 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+def test_ctrl_c_during_import_says_what_was_committed(tmp_path: Path) -> None:
+    db, ws = tmp_path / "kb.sqlite", _workspace(tmp_path / "ws")
+    args = ["import", "--db", str(db), str(ws), "--embedder", "fake"]
+    stopped = _interrupt_once_committed(args, db)
+    assert stopped.returncode == 130, stopped.stderr
+    committed = _count(db)
+    assert 0 < committed < N
+    assert stopped.stderr.rstrip().endswith(
+        f"stopped: {committed} of {N} documents committed; run the same command again to "
+        "continue")
+    assert "Aborted!" not in stopped.stderr and "Traceback" not in stopped.stderr
+    again = subprocess.run([sys.executable, "-m", "kbstore", *args], env=_env(), text=True,
+                           capture_output=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"added {N - committed}, updated 0, unchanged {committed},")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+def test_ctrl_c_during_copy_says_what_was_copied(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src.sqlite", tmp_path / "dst.sqlite"
+    ws = _workspace(tmp_path / "ws")
+    done = subprocess.run([sys.executable, "-m", "kbstore", "import", "--db", str(src), str(ws),
+                           "--embedder", "fake"], env=_env(), capture_output=True, timeout=300)
+    assert done.returncode == 0
+    stopped = _interrupt_once_committed(["copy", str(src), str(dst), "--embedder", "fake",
+                                         "--batch-size", "16"], dst)
+    assert stopped.returncode == 130, stopped.stderr
+    copied = _count(dst)
+    assert 0 < copied < N
+    assert stopped.stderr.rstrip().endswith(
+        f"stopped: {copied} of {N} documents copied; run the same command again to continue")
