@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.reliability_check import SLOTS
-from benchmarks.reliability_docs import DIM, doc_path, make_docs
+from benchmarks.reliability_docs import DIM, doc_path, is_postgres, make_docs
 from kbstore import FakeEmbedder
 from kbstore.backends.sqlite.connection import connect
 from kbstore.embed import embedding_text
@@ -93,10 +93,14 @@ def write_npz(file: Path, ws: Path, ids: range, mark: str) -> None:
 # -- damage for doctor --fix (plain SQL) -------------------------------------------------
 
 
-def inflict_damage(db: Path, rng: random.Random) -> list[str]:
+def inflict_damage(db: Path | str, rng: random.Random) -> list[str]:
     """Damage kbstore's derived data with plain SQL; returns what was done.
     Always drops the vectors of a random 20-80% of documents (so --fix has
     real work: re-embedding), plus a random choice of other damage."""
+    if is_postgres(db):
+        from benchmarks.reliability_check_pg import inflict_damage as on_postgres
+
+        return on_postgres(str(db), rng)
     conn = connect(db, mode="write")
     done = []
     try:
