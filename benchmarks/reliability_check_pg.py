@@ -316,39 +316,37 @@ def digest(url: str) -> str:
     return out.hexdigest()
 
 
+# Per kind of benchmarks.reliability_path_inputs.damage_plan: a statement
+# over the documents' ids (True) or without them (False). doc_floats has no
+# counterpart: a vector is one row here, not sign bits plus floats.
+_DAMAGE = {
+    "doc_vectors": ("DELETE FROM vectors WHERE slot = 0 AND doc_id = ANY(%s)", True),
+    "doc_hash_rows": ("DELETE FROM derived WHERE kind = 'doc_vector' AND doc_id = ANY(%s)",
+                      True),
+    "tags": ("DELETE FROM document_tags", False),
+    "stale_hash": ("UPDATE derived SET content_hash = 'stale' WHERE kind = 'doc_vector' "
+                   "AND doc_id = ANY(%s)", True),
+    "fusion": ("UPDATE meta SET value = '[1, 2]'::jsonb WHERE key = 'fusion'", False),
+    "question_vectors": ("DELETE FROM vectors WHERE slot BETWEEN 1 AND 31 "
+                         "AND doc_id = ANY(%s)", True),
+}
+
+
 def inflict_damage(url: str, rng: random.Random) -> list[str]:
-    """Damage kbstore's derived data with plain SQL (the SQLite harness's
-    damage, in PostgreSQL's tables); returns what was done. Always drops the
-    vectors of a random 20-80% of documents."""
+    """The SQLite harness's damage (damage_plan) in PostgreSQL's tables, in
+    one transaction; returns what was done."""
     import psycopg
 
+    from benchmarks.reliability_path_inputs import damage_plan, describe_damage
     from kbstore.backends.postgres.connection import parse
 
     target = parse(url)
-    done = []
     with psycopg.connect(target.conninfo) as conn:  # one transaction
         conn.execute("SELECT set_config('search_path', %s, true)", (f'"{target.schema}", public',))
-        ids = [r[0] for r in conn.execute("SELECT id FROM documents ORDER BY id")]
-        victims = rng.sample(ids, int(len(ids) * rng.uniform(0.2, 0.8)))
-        conn.execute("DELETE FROM vectors WHERE slot = 0 AND doc_id = ANY(%s)", (victims,))
-        dropped = [d for d in victims if rng.random() < 0.3]
-        conn.execute("DELETE FROM derived WHERE kind = 'doc_vector' AND doc_id = ANY(%s)",
-                     (dropped,))
-        done.append(f"vectors of {len(victims)} documents")
-        if rng.random() < 0.5:
-            conn.execute("DELETE FROM document_tags")
-            done.append("document_tags emptied")
-        if rng.random() < 0.5:
-            some = rng.sample(ids, len(ids) // 10)
-            conn.execute("UPDATE derived SET content_hash = 'stale' WHERE kind = 'doc_vector' "
-                         "AND doc_id = ANY(%s)", (some,))
-            done.append(f"stale hash rows for {len(some)}")
-        if rng.random() < 0.3:
-            conn.execute("UPDATE meta SET value = '[1, 2]'::jsonb WHERE key = 'fusion'")
-            done.append("meta.fusion malformed")
-        if rng.random() < 0.3:
-            some = rng.sample(ids, len(ids) // 10)
-            conn.execute("DELETE FROM vectors WHERE slot BETWEEN 1 AND 31 AND doc_id = ANY(%s)",
-                         (some,))
-            done.append(f"question vectors of {len(some)}")
-    return done
+        plan = damage_plan([r[0] for r in conn.execute("SELECT id FROM documents ORDER BY id")],
+                           rng)
+        for kind, ids in plan:
+            if kind in _DAMAGE:
+                sql, per_ids = _DAMAGE[kind]
+                conn.execute(sql, (ids,) if per_ids else None)
+    return describe_damage(plan)
