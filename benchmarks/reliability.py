@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--rounds", type=int, default=10, help="rounds per race")
         p.add_argument("--deleters", type=int, default=None,
                        help="deleting processes per race (default 1; 3 on PostgreSQL)")
+        p.add_argument("--ops", type=int, default=None,
+                       help="processes running the raced operation at once (default 1; "
+                            "2 on PostgreSQL: the same command on two machines)")
         p.add_argument("--fuzz-inputs", type=int, default=300, help="inputs per fuzzer")
     crash = sub.add_parser("crash-child")
     crash.add_argument("--n", type=int, default=1000)
@@ -142,10 +145,11 @@ def _scenarios(args: argparse.Namespace, work: Path) -> list[tuple[str, Any]]:
         out.append((f"path:{name}", lambda name=name: paths.run_path_trials(
             name, work / f"path-{name}", args.trials, n=args.docs)))
     deleters = args.deleters or (3 if args.backend == "postgres" else 1)
+    ops = args.ops or (2 if args.backend == "postgres" else 1)
     for name in races.RACE_OPS:
         out.append((f"race:{name}", lambda name=name: races.run_race(
             name, work / f"race-{name}", rounds=args.rounds, n=args.docs,
-            deleters=deleters)))
+            deleters=deleters, ops=ops)))
     for name, fn in fuzz.FUZZERS.items():
         out.append((f"fuzz:{name}", lambda fn=fn, name=name: fn(work / f"fuzz-{name}",
                                                                  args.fuzz_inputs)))

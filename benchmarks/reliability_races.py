@@ -104,13 +104,15 @@ def _plans(victims: list[str], deleters: int, window: float, rng: random.Random
 
 
 def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int = 60,
-             deletes: int = 20, seed: int = 0, deleters: int = 1) -> dict[str, Any]:
-    """``op`` runs while ``deleters`` other processes delete ``deletes``
+             deletes: int = 20, seed: int = 0, deleters: int = 1, ops: int = 1
+             ) -> dict[str, Any]:
+    """``op`` runs (in ``ops`` processes at once: the same command started on
+    several machines) while ``deleters`` other processes delete ``deletes``
     documents at random moments of its calibrated run time, ``rounds`` times."""
     rng = random.Random(f"race-{op}-{seed}")
     template, spec = _race_template(op, workdir, n, extra)
     content = spec["kind"] != "cli" or op.startswith("import") or op == "copy"
-    stats: dict[str, Any] = {"rounds": rounds, "deleters": deleters, "deletes": 0,
+    stats: dict[str, Any] = {"rounds": rounds, "ops": ops, "deleters": deleters, "deletes": 0,
                              "resurrected": 0, "lost": 0, "errors": [], "store_damage": [],
                              "samples": []}
 
@@ -139,29 +141,32 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
             range(n if content else 0, n + extra), deletes - len(inside))]
         go = workdir / f"go-{r}"
         errs = [open(workdir / f"{who}-{r}.err", "w+")  # noqa: SIM115 - closed below
-                for who in ["op", *(f"deleter{d}" for d in range(deleters))]]
+                for who in [*(f"op{k}" for k in range(ops)),
+                            *(f"deleter{d}" for d in range(deleters))]]
         try:
             procs = [spawn_module("op-child", "--spec", json.dumps(_with_db(spec, db)),
-                                  "--go", go, stderr=errs[0])]
+                                  "--go", go, stderr=err) for err in errs[:ops]]
             procs += [spawn_module("deleter", "--db", db, "--plan", json.dumps(plan),
                                    "--go", go, stderr=err)
-                      for plan, err in zip(_plans(victims, deleters, window, rng), errs[1:],
+                      for plan, err in zip(_plans(victims, deleters, window, rng), errs[ops:],
                                            strict=True)]
             start_together(procs, go)
             outs = [proc.communicate(timeout=600)[0] or "" for proc in procs]
             for err in errs:
                 err.seek(0)
-            fails = [line for line in outs[0].splitlines() if line.startswith("FAIL")]
-            problems = [f"{op} exited {procs[0].returncode}: {errs[0].read()[-300:]} "
-                        f"{fails[:3]}" if procs[0].returncode else ""]
-            for err in errs[1:]:
+            problems = []
+            for proc, out, err in zip(procs[:ops], outs, errs, strict=False):
+                fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+                problems += [f"{op} exited {proc.returncode}: {err.read()[-300:]} "
+                             f"{fails[:3]}" if proc.returncode else ""]
+            for err in errs[ops:]:
                 problems += [f"deleter: {line}" for line in err.read().splitlines()
                              if "Error" in line or "Traceback" in line][:3]
         finally:
             for err in errs:
                 err.close()
         stats["errors"] += [p for p in problems if p]
-        for proc, out in zip(procs[1:], outs[1:], strict=True):
+        for proc, out in zip(procs[ops:], outs[ops:], strict=True):
             result: dict[str, Any] = json.loads(out.splitlines()[-1]) if out.strip() else \
                 {"deleted": {}, "errors": [f"deleter exited {proc.returncode}"]}
             stats["errors"] += result["errors"]

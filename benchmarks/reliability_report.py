@@ -75,7 +75,8 @@ def render(results: dict[str, Any], backend: str = "sqlite") -> str:
                 "document (or, for hype, its questions) that was not deleted is missing or "
                 "wrong; *errors*: anything either process saw (a 'database is locked' "
                 "counts); *store damage*: half-indexed rows after both finished.", ""]
-        out += _table(races, "operation", RACE_COLUMNS, ("deleters", "window_seconds", "load"))
+        out += _table(races, "operation", RACE_COLUMNS, ("ops", "deleters", "window_seconds",
+                                                          "load"))
         out.append("")
     fuzzers = results.get("fuzzers", {})
     if fuzzers:

@@ -76,11 +76,15 @@ def test_a_sigkill_in_a_postgres_write_path_leaves_the_old_or_new_state(
 
 @slow
 @posix_only
-def test_deletes_from_several_processes_racing_an_import_stick(on_postgres: str,
-                                                                tmp_path: Path) -> None:
+def test_deletes_from_several_processes_racing_two_imports_stick(on_postgres: str,
+                                                                 tmp_path: Path) -> None:
+    """Two processes import the same records (two machines) while two others
+    delete documents, some of them both at once."""
     stats = races.run_race("import_jsonl", tmp_path, rounds=1, n=40, extra=10, deletes=10,
-                           seed=3, deleters=2)
+                           seed=3, deleters=2, ops=2)
     print(f"\nimport_jsonl race on PostgreSQL: {stats}")
-    assert stats["deletes"] == 10  # each victim deleted once, whichever process won
+    # Every victim deleted (once, whichever deleter won -- or again after the
+    # second import wrote it back: that is its new version, not a resurrection).
+    assert stats["deletes"] >= 10
     assert (stats["resurrected"], stats["lost"]) == (0, 0)
     assert stats["errors"] == [] and stats["store_damage"] == []
