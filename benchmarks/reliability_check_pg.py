@@ -193,7 +193,9 @@ def _mismatch(conn: Any, want: str, have: str) -> int:
 
 def _fts_integrity(conn: Any) -> int:
     """Postings (documents, titles, questions) and their totals that disagree
-    with the stored tsvectors and questions; 0 when they all agree."""
+    with the stored tsvectors and questions; 0 when they all agree. The
+    question totals count the documents whose questions have a lexeme (a
+    question of punctuation or stop words only has none: migration 0003)."""
     bad = _mismatch(conn, _WANT_POSTINGS, _HAVE_POSTINGS)
     bad += _mismatch(conn, _WANT_TITLES, _HAVE_TITLES)
     bad += _mismatch(conn, _WANT_QUESTIONS, _HAVE_QUESTIONS)
@@ -204,7 +206,7 @@ def _fts_integrity(conn: Any) -> int:
         "(SELECT coalesce(sum(title_tokens), 0) FROM fts_totals) = (SELECT coalesce(sum(n), "
         "0) FROM (SELECT DISTINCT doc_id, title_len AS n FROM title_postings) AS t), "
         "(SELECT coalesce(sum(docs), 0) FROM question_totals) = (SELECT count(DISTINCT "
-        "doc_id) FROM hype_questions), (SELECT coalesce(sum(tokens), 0) FROM "
+        "doc_id) FROM question_postings), (SELECT coalesce(sum(tokens), 0) FROM "
         "question_totals) = (SELECT coalesce(sum(n), 0) FROM (SELECT DISTINCT doc_id, q_len "
         "AS n FROM question_postings) AS q)").fetchone()
     return bad + sum(not ok for ok in totals)
