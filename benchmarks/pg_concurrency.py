@@ -36,99 +36,20 @@ if __package__ in (None, ""):  # run as a script: the repository on the path
 from benchmarks import reliability as rel  # noqa: E402
 from benchmarks import reliability_workers as workers  # noqa: E402
 from benchmarks.reliability_check import expected_markers, lost_writes  # noqa: E402
+from benchmarks.reliability_check_pg import checker, consistency, damaged  # noqa: E402, F401
 from benchmarks.reliability_docs import (  # noqa: E402
     DIM,
     fake_hype,
     make_docs,
-    markers,
     open_store,
 )
-from kbstore import Document, FakeEmbedder  # noqa: E402
-from kbstore.embed import embedding_text, fingerprint_id  # noqa: E402
+from kbstore import FakeEmbedder  # noqa: E402
 
 THIS = Path(__file__).resolve()
 RESULTS = THIS.parent / "results" / "pg_concurrency.json"
-EMBEDDER = FakeEmbedder(DIM)
 
 
-# -- the oracle -----------------------------------------------------------------
-
-
-def checker(url: str) -> Any:
-    """A read-only connection to the knowledge base of ``url``."""
-    import psycopg
-
-    from kbstore.backends.postgres.connection import parse
-
-    target = parse(url)
-    conn = psycopg.connect(target.conninfo, autocommit=True,
-                           options="-c default_transaction_read_only=on")
-    conn.execute("SELECT set_config('search_path', %s, false)", (f'"{target.schema}", public',))
-    return conn
-
-
-def damaged(conn: Any) -> dict[str, set[int]]:
-    """{kind of half-indexed state: document ids}, all read in ONE snapshot."""
-    import numpy as np
-
-    with conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        docs = {r[0]: Document(path=r[1], title=r[2], body=r[3], tags=list(r[4]))
-                for r in conn.execute("SELECT id, path, title, body, tags FROM documents")}
-        vectors = {(r[0], r[1]): np.asarray(r[2], dtype=np.float32) for r in conn.execute(
-            "SELECT doc_id, slot, embedding::real[] FROM vectors")}
-        questions = {(r[0], r[1]) for r in conn.execute(
-            "SELECT doc_id, position FROM hype_questions")}
-        derived = {(r[0], r[1]): (r[2], r[3], r[4]) for r in conn.execute(
-            "SELECT doc_id, kind, content_hash, status, model FROM derived")}
-        tags_want = set(conn.execute(
-            "SELECT lower(trim(t.value)), d.id FROM documents AS d, "
-            "jsonb_array_elements_text(d.tags) AS t(value) WHERE trim(t.value) <> ''"
-        ).fetchall())
-        tags_have = set(conn.execute("SELECT tag, doc_id FROM document_tags").fetchall())
-        postings = {r[0] for r in conn.execute("SELECT DISTINCT doc_id FROM fts_postings")}
-        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-    fp = fingerprint_id(row[0]) if row else ""
-    ids = set(docs)
-    want = {}
-    if docs:
-        made = EMBEDDER.embed_documents([embedding_text(d.title, d.tags, d.body)
-                                         for d in docs.values()])
-        for key, vec in zip(docs, made, strict=True):
-            vec = np.asarray(vec, dtype=np.float32)
-            want[key] = vec / (np.linalg.norm(vec) or 1.0)
-    asked = {d for d, _ in questions}
-
-    def wrong_vector(key: int) -> bool:
-        have = vectors.get((key, 0))
-        return have is not None and float(np.dot(have, want[key])) < 0.999
-
-    return {
-        "missing_doc_vector": {d for d in ids if (d, 0) not in vectors},
-        "wrong_doc_vector": {d for d in ids if wrong_vector(d)},
-        "missing_hash_row": {d for d in ids if (d, "doc_vector") not in derived},
-        "stale_hash": {d for d in ids if (d, "doc_vector") in derived
-                       and derived[d, "doc_vector"][0] != docs[d].vector_hash()},
-        "missing_question_vector": {d for d, p in questions if (d, p) not in vectors},
-        "stale_questions": {d for d in asked & ids
-                            if derived.get((d, "hype_questions"), ("", "", ""))[:2]
-                            != (docs[d].hype_hash(), "ok")
-                            or derived.get((d, "hype_vectors"), ("",))[0]
-                            != docs[d].hype_hash()},
-        "orphan_vectors": {d for d, s in vectors if d not in ids
-                           or (s and (d, s) not in questions)},
-        "wrong_model": {d for (d, kind), (_, _, model) in derived.items()
-                        if kind in ("doc_vector", "hype_vectors") and model != fp},
-        "tag_rows": {d for _, d in tags_want ^ tags_have},
-        "missing_postings": ids - postings,
-        "orphan_postings": postings - ids,
-        "half_written": {i for i, d in docs.items()
-                         if len(markers(d.title) | markers(d.body)) > 1},
-    }
-
-
-def consistency(conn: Any) -> dict[str, int]:
-    return {k: len(v) for k, v in damaged(conn).items()}
+# -- the oracle: benchmarks/reliability_check_pg.py (checker, damaged, consistency) --
 
 
 # -- child processes ------------------------------------------------------------------

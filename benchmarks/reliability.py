@@ -3,13 +3,22 @@ and hostile queries against one kbstore file.
 
     python benchmarks/reliability.py                  # 100 trials, 60 s of concurrency
     python benchmarks/reliability.py --trials 20 --seconds 10 --fuzz 500
+    python benchmarks/reliability.py --backend postgres   # the same on PostgreSQL
 
 writes benchmarks/results/reliability.json and .md. The scenarios:
 benchmarks/reliability_scenarios.py; every write path under SIGKILL:
 benchmarks/reliability_paths.py, and under a racing delete:
 benchmarks/reliability_races.py; bad input for every importer:
 benchmarks/reliability_fuzz.py. tests/sqlite/test_reliability.py runs the
-same functions with CI-sized bounds. The worker sub-commands (crash-child,
+same functions with CI-sized bounds.
+
+``--backend postgres`` runs the write paths, the delete races, the input
+fuzzers and the query fuzzer against a real PostgreSQL server started from
+the installed package (tests/pg_server.py; or the one in
+KBSTORE_TEST_PG_URL): every store is a knowledge base in a database of its
+own, checked by benchmarks/reliability_check_pg.py. Results go to
+benchmarks/results/reliability_postgres.json and .md;
+tests/postgres/test_reliability_pg.py runs a small version. The worker sub-commands (crash-child,
 writer, reader, open-child; benchmarks/reliability_workers.py) are the child
 processes the scenarios start; each prints "ready", waits for a go-file so
 the processes start together, and prints one JSON line of counts at the end.
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -47,6 +57,10 @@ from benchmarks.reliability_workers import (  # noqa: E402
 )
 
 RESULTS = Path(__file__).resolve().parent / "results" / "reliability.json"
+PG_RESULTS = RESULTS.with_name("reliability_postgres.json")
+# What runs on PostgreSQL (the others read or race the SQLite file itself;
+# benchmarks/pg_concurrency.py is PostgreSQL's writers-and-readers scenario).
+PG_SCENARIOS = ("query_fuzz", "path", "race", "fuzz")
 
 
 # -- command line -------------------------------------------------------------
@@ -66,13 +80,20 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--seconds", type=float, default=60.0)
         p.add_argument("--fuzz", type=int, default=2000)
         p.add_argument("--workdir", default=None)
-        p.add_argument("--out", default=str(RESULTS))
+        p.add_argument("--out", default=None,
+                       help=f"default {RESULTS.name} ({PG_RESULTS.name} on PostgreSQL)")
+        p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
         p.add_argument("--only", default=None,
                        help="comma-separated scenarios to run (merged into --out): crash, "
                             "concurrency, ..., path:NAME, race:NAME, fuzz:NAME, or paths, "
                             "races, fuzzers for a whole group")
         p.add_argument("--docs", type=int, default=200, help="documents per write path")
         p.add_argument("--rounds", type=int, default=10, help="rounds per race")
+        p.add_argument("--deleters", type=int, default=None,
+                       help="deleting processes per race (default 1; 3 on PostgreSQL)")
+        p.add_argument("--ops", type=int, default=None,
+                       help="processes running the raced operation at once (default 1; "
+                            "2 on PostgreSQL: the same command on two machines)")
         p.add_argument("--fuzz-inputs", type=int, default=300, help="inputs per fuzzer")
     crash = sub.add_parser("crash-child")
     crash.add_argument("--n", type=int, default=1000)
@@ -123,12 +144,17 @@ def _scenarios(args: argparse.Namespace, work: Path) -> list[tuple[str, Any]]:
     for name in paths.CRASH_PATHS:
         out.append((f"path:{name}", lambda name=name: paths.run_path_trials(
             name, work / f"path-{name}", args.trials, n=args.docs)))
+    deleters = args.deleters or (3 if args.backend == "postgres" else 1)
+    ops = args.ops or (2 if args.backend == "postgres" else 1)
     for name in races.RACE_OPS:
         out.append((f"race:{name}", lambda name=name: races.run_race(
-            name, work / f"race-{name}", rounds=args.rounds, n=args.docs)))
+            name, work / f"race-{name}", rounds=args.rounds, n=args.docs,
+            deleters=deleters, ops=ops)))
     for name, fn in fuzz.FUZZERS.items():
         out.append((f"fuzz:{name}", lambda fn=fn, name=name: fn(work / f"fuzz-{name}",
                                                                  args.fuzz_inputs)))
+    if args.backend == "postgres":
+        out = [(n, fn) for n, fn in out if n.split(":")[0] in PG_SCENARIOS]
     return out
 
 
@@ -140,11 +166,25 @@ def _selected(name: str, only: set[str] | None) -> bool:
 
 
 def _run_all(args: argparse.Namespace) -> None:
+    if args.backend == "sqlite":
+        _run_scenarios(args, Path(args.out or RESULTS))
+        return
+    from benchmarks.reliability_docs import use_postgres
+    from tests import pg_server
+
+    server = pg_server.start()
+    try:
+        use_postgres(server.url)
+        _run_scenarios(args, Path(args.out or PG_RESULTS))
+    finally:
+        server.stop()
+
+
+def _run_scenarios(args: argparse.Namespace, out: Path) -> None:
     import tempfile
 
     from benchmarks.reliability_report import write_markdown
 
-    out = Path(args.out)
     only = set(args.only.split(",")) if args.only else None
     results: dict[str, Any] = json.loads(out.read_text()) if only and out.exists() else {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
@@ -152,9 +192,11 @@ def _run_all(args: argparse.Namespace) -> None:
         for name, fn in _scenarios(args, work):
             if not _selected(name, only):
                 continue
-            started = time.perf_counter()
+            started, load = time.perf_counter(), os.getloadavg()[0]
             result = fn()
             result["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+            if args.backend == "postgres":
+                result["load"] = f"{load:.1f}-{os.getloadavg()[0]:.1f}"
             group, _, key = name.partition(":")
             if key:
                 results.setdefault(GROUPS[group], {})[key] = result
@@ -167,7 +209,7 @@ def _run_all(args: argparse.Namespace) -> None:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n",
                            encoding="utf-8")
-            write_markdown(results, out.with_suffix(".md"))
+            write_markdown(results, out.with_suffix(".md"), backend=args.backend)
     print(f"wrote {out} and {out.with_suffix('.md')}")
 
 

@@ -1,5 +1,8 @@
 """The independent checker: everything a store must satisfy, read with plain SQL.
 
+A ``postgresql://`` location is checked by benchmarks/reliability_check_pg.py
+(the same questions in PostgreSQL's tables); the functions here dispatch.
+
 It is independent of kbstore's own code on purpose: it reads the SQLite file
 with plain SQL through a read-only connection, so it can check
 kbstore.doctor and the write path rather than trust them.
@@ -16,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.reliability_docs import SEED_MARKER, doc_path, markers
+from benchmarks import reliability_check_pg as pg
+from benchmarks.reliability_docs import SEED_MARKER, doc_path, is_postgres, markers
 from kbstore import Document, FakeEmbedder
 from kbstore.backends.sqlite.connection import connect
 from kbstore.embed import embedding_text
@@ -32,7 +36,11 @@ def read_only(db: str | os.PathLike[str]) -> Any:
 
 
 def reading(db: str | os.PathLike[str]) -> contextlib.closing[Any]:
-    """:func:`read_only`, closed at the end of a ``with`` block."""
+    """:func:`read_only` (a PostgreSQL location: a read-only connection with
+    the knowledge base's schema on its search path), closed at the end of a
+    ``with`` block. Plain SQL the two schemas share runs on either."""
+    if is_postgres(db):
+        return pg.reading(str(db))
     return contextlib.closing(read_only(db))
 
 
@@ -40,6 +48,8 @@ def damaged_ids(conn: Any) -> tuple[int, dict[str, set[int]]]:
     """(documents, {kind of half-indexed state: document ids}) in ONE read
     snapshot (every set empty for a healthy store). Written independently of
     kbstore.doctor so each can check the other."""
+    if hasattr(conn, "pgconn"):  # a PostgreSQL connection from reading()
+        return pg.damaged_ids(conn)
     conn.execute("BEGIN")
     try:
         docs = {r[0]: Document(path=r[1], title=r[2], body=r[3], tags=json.loads(r[4]))
@@ -116,6 +126,8 @@ def consistency(conn: Any) -> dict[str, int]:
 
 def check_store(db: str | os.PathLike[str]) -> dict[str, int]:
     """File integrity plus :func:`consistency`, for a store nobody writes to."""
+    if is_postgres(db):
+        return pg.check_store(str(db))
     conn = read_only(db)
     try:
         out = {"integrity": 0 if [r[0] for r in conn.execute("PRAGMA integrity_check")] == ["ok"]
@@ -147,14 +159,14 @@ def damage(counts: dict[str, int]) -> tuple[int, int]:
 
 
 
-def embedder_dim(db: Path) -> int:
+def embedder_dim(db: Path | str) -> int:
     """The dimension of the embedder the store's fingerprint names."""
     with reading(db) as conn:
-        return int(json.loads(conn.execute(
-            "SELECT value FROM meta WHERE key = 'embedder'").fetchone()[0])["dim"])
+        value = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()[0]
+    return int((json.loads(value) if isinstance(value, str) else value)["dim"])
 
 
-def without_questions(db: Path) -> list[str]:
+def without_questions(db: Path | str) -> list[str]:
     """Paths of the documents that have no current HyPE questions."""
     with reading(db) as conn:
         return [r[0] for r in conn.execute(
@@ -162,17 +174,30 @@ def without_questions(db: Path) -> list[str]:
             "WHERE h.doc_id = d.id AND h.kind = 'hype_questions' AND h.status = 'ok')")]
 
 
-def contents(db: Path) -> dict[str, tuple[str, str, str]]:
+def digest(db: str | Path) -> str | None:
+    """What must not change while a store is only read: the file's bytes (a
+    PostgreSQL knowledge base: every row of its tables)."""
+    import hashlib
+
+    if is_postgres(db):
+        return pg.digest(str(db))
+    file = Path(db)
+    return hashlib.sha256(file.read_bytes()).hexdigest() if file.exists() else None
+
+
+def contents(db: Path | str) -> dict[str, tuple[str, str, str]]:
     """path -> (title, body, tags) of every stored document."""
     with reading(db) as conn:
         return {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
             "SELECT path, title, body, tags FROM documents")}
 
 
-def vectors_match(db: Path) -> list[str]:
+def vectors_match(db: Path | str) -> list[str]:
     """Every stored vector is exactly what the stored embedder makes of the
     document (or question) now: never an old model's vector under the new
     fingerprint."""
+    if is_postgres(db):
+        return pg.vectors_match(str(db))
     with reading(db) as conn:
         fp = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'embedder'"
                                      ).fetchone()[0])
@@ -216,7 +241,7 @@ def expected_markers(finals: list[dict[str, str | None]], seeded: int
     return allowed
 
 
-def titles(db: Path) -> dict[str, str]:
+def titles(db: Path | str) -> dict[str, str]:
     """path -> title of every stored document."""
     with reading(db) as conn:
         return {p: t for p, t in conn.execute("SELECT path, title FROM documents")}

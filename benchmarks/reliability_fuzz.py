@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.reliability_check import check_store, reading
-from benchmarks.reliability_docs import DIM, doc_path
+from benchmarks.reliability_docs import DIM, doc_path, is_postgres, new_store
 from kbstore import FakeEmbedder, KBStoreError, KnowledgeStore
 from kbstore.ingest import make_document
 
@@ -45,8 +45,12 @@ def _sample(stats: dict[str, Any], text: str) -> None:
         stats["samples"].append(text[:300])
 
 
-def bad_vectors_stored(db: Path) -> int:
+def bad_vectors_stored(db: Path | str) -> int:
     """NaN, infinite, zero or wrong-size vectors in the file."""
+    if is_postgres(db):
+        from benchmarks.reliability_check_pg import bad_vectors_stored as on_postgres
+
+        return on_postgres(str(db))
     with reading(db) as conn:
         dim = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'embedder'"
                                       ).fetchone()[0])["dim"]
@@ -58,7 +62,7 @@ def bad_vectors_stored(db: Path) -> int:
     return bad
 
 
-def _finish(stats: dict[str, Any], db: Path) -> dict[str, Any]:
+def _finish(stats: dict[str, Any], db: Path | str) -> dict[str, Any]:
     counts = check_store(db)
     stats["store_damage"] = [f"{k}={v}" for k, v in counts.items() if v and k != "documents"]
     if bad_vectors_stored(db):
@@ -123,7 +127,7 @@ def fuzz_files(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
     """``inputs`` files (a fifth of them good) imported in rounds of 50."""
     rng = random.Random(seed)
     workdir.mkdir(parents=True, exist_ok=True)
-    db, ws = workdir / "files.sqlite", workdir / "ws"
+    db, ws = new_store(workdir, "files"), workdir / "ws"
     stats = _result(inputs)
     with KnowledgeStore.open(db, FakeEmbedder(DIM), hype=False) as store:
         for start in range(0, inputs, 50):
@@ -234,7 +238,7 @@ def fuzz_jsonl(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
     """``inputs`` records (a fifth good), imported in files of 100 lines."""
     rng = random.Random(seed)
     workdir.mkdir(parents=True, exist_ok=True)
-    db = workdir / "jsonl.sqlite"
+    db = new_store(workdir, "jsonl")
     stats = _result(inputs)
     with KnowledgeStore.open(db, FakeEmbedder(DIM), hype=False) as store:
         from kbstore.exchange import import_jsonl
@@ -406,7 +410,7 @@ def _fuzz_npz_here(workdir: Path, inputs: int, seed: int) -> dict[str, Any]:
     from kbstore.ingest import parse_file
 
     rng = random.Random(seed)
-    db, ws = workdir / "npz.sqlite", workdir / "ws"
+    db, ws = new_store(workdir, "npz"), workdir / "ws"
     write_workspace(ws, range(20), GOOD)
     folder = ws / "knowledge" / "projects"
     docs = [parse_file(folder / f"doc-{i:04d}.md", doc_path(i)) for i in range(20)]
@@ -501,7 +505,7 @@ def fuzz_llm(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
 
     rng = random.Random(seed)
     workdir.mkdir(parents=True, exist_ok=True)
-    db = workdir / "llm.sqlite"
+    db = new_store(workdir, "llm")
     stats = _result(inputs)
     table = _answers(rng)
     plan = {k: table[0] if k % 3 == 0 else rng.choice(table) for k in range(inputs)}

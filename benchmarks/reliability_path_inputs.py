@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.reliability_check import SLOTS
-from benchmarks.reliability_docs import DIM, doc_path, make_docs
+from benchmarks.reliability_docs import DIM, doc_path, is_postgres, make_docs
 from kbstore import FakeEmbedder
 from kbstore.backends.sqlite.connection import connect
 from kbstore.embed import embedding_text
@@ -93,41 +93,61 @@ def write_npz(file: Path, ws: Path, ids: range, mark: str) -> None:
 # -- damage for doctor --fix (plain SQL) -------------------------------------------------
 
 
-def inflict_damage(db: Path, rng: random.Random) -> list[str]:
-    """Damage kbstore's derived data with plain SQL; returns what was done.
-    Always drops the vectors of a random 20-80% of documents (so --fix has
-    real work: re-embedding), plus a random choice of other damage."""
+def damage_plan(ids: list[int], rng: random.Random) -> list[tuple[str, list[int]]]:
+    """[(kind of damage, document ids)]: always the vectors of a random
+    20-80% of the documents (so --fix has real work: re-embedding), plus a
+    random choice of other damage. Each backend applies it in its tables."""
+    victims = rng.sample(ids, int(len(ids) * rng.uniform(0.2, 0.8)))
+    plan = [("doc_vectors", victims),
+            ("doc_floats", [d for d in victims if rng.random() < 0.5]),
+            ("doc_hash_rows", [d for d in victims if rng.random() < 0.3])]
+    for kind, chance, some in (("tags", 0.5, []), ("stale_hash", 0.5, None),
+                               ("fusion", 0.3, []), ("question_vectors", 0.3, None)):
+        if rng.random() < chance:
+            plan.append((kind, rng.sample(ids, len(ids) // 10) if some is None else some))
+    return plan
+
+
+def describe_damage(plan: list[tuple[str, list[int]]]) -> list[str]:
+    what = {"doc_vectors": "vectors of {} documents", "tags": "document_tags emptied",
+            "stale_hash": "stale hash rows for {}", "fusion": "meta.fusion malformed",
+            "question_vectors": "question vectors of {}"}
+    return [what[kind].format(len(ids)) for kind, ids in plan if kind in what]
+
+
+# Per kind: a statement run once per document id (None: once, without one).
+_SQLITE_DAMAGE = {
+    "doc_vectors": (f"DELETE FROM vectors WHERE vector_id = ? * {SLOTS}", True),
+    "doc_floats": (f"DELETE FROM vector_data WHERE vector_id = ? * {SLOTS}", True),
+    "doc_hash_rows": ("DELETE FROM derived WHERE doc_id = ? AND kind = 'doc_vector'", True),
+    "tags": ("DELETE FROM document_tags", False),
+    "stale_hash": ("UPDATE derived SET content_hash = 'stale' WHERE doc_id = ? "
+                   "AND kind = 'doc_vector'", True),
+    "fusion": ("UPDATE meta SET value = '[1, 2]' WHERE key = 'fusion'", False),
+    "question_vectors": (f"DELETE FROM vector_data WHERE doc_id = ? AND vector_id % {SLOTS} > 0",
+                         True),
+}
+
+
+def inflict_damage(db: Path | str, rng: random.Random) -> list[str]:
+    """Damage kbstore's derived data with plain SQL (:func:`damage_plan`);
+    returns what was done."""
+    if is_postgres(db):
+        from benchmarks.reliability_check_pg import inflict_damage as on_postgres
+
+        return on_postgres(str(db), rng)
     conn = connect(db, mode="write")
-    done = []
     try:
         conn.execute("BEGIN IMMEDIATE")
-        ids = [r[0] for r in conn.execute("SELECT id FROM documents")]
-        victims = rng.sample(ids, int(len(ids) * rng.uniform(0.2, 0.8)))
-        for d in victims:
-            conn.execute("DELETE FROM vectors WHERE vector_id = ?", (d * SLOTS,))
-            if rng.random() < 0.5:
-                conn.execute("DELETE FROM vector_data WHERE vector_id = ?", (d * SLOTS,))
-            if rng.random() < 0.3:
-                conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind = 'doc_vector'",
-                             (d,))
-        done.append(f"vectors of {len(victims)} documents")
-        if rng.random() < 0.5:
-            conn.execute("DELETE FROM document_tags")
-            done.append("document_tags emptied")
-        if rng.random() < 0.5:
-            some = rng.sample(ids, len(ids) // 10)
-            conn.executemany("UPDATE derived SET content_hash = 'stale' WHERE doc_id = ? "
-                             "AND kind = 'doc_vector'", [(d,) for d in some])
-            done.append(f"stale hash rows for {len(some)}")
-        if rng.random() < 0.3:
-            conn.execute("UPDATE meta SET value = '[1, 2]' WHERE key = 'fusion'")
-            done.append("meta.fusion malformed")
-        if rng.random() < 0.3:
-            some = rng.sample(ids, len(ids) // 10)
-            conn.executemany("DELETE FROM vector_data WHERE doc_id = ? AND vector_id % ? > 0",
-                             [(d, SLOTS) for d in some])
-            done.append(f"question vectors of {len(some)}")
+        plan = damage_plan([r[0] for r in conn.execute("SELECT id FROM documents ORDER BY id")],
+                           rng)
+        for kind, ids in plan:
+            sql, per_id = _SQLITE_DAMAGE[kind]
+            if per_id:
+                conn.executemany(sql, [(d,) for d in ids])
+            else:
+                conn.execute(sql)
         conn.execute("COMMIT")
     finally:
         conn.close()
-    return done
+    return describe_damage(plan)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,11 @@ from benchmarks.reliability_check import (
 )
 from benchmarks.reliability_docs import (
     SEED_MARKER,
+    clone_store,
     doc_path,
     make_docs,
     markers,
+    new_store,
     open_store,
     seed_store,
 )
@@ -46,12 +47,13 @@ RACE_OPS = ("import", "upsert_many", "hype", "reembed", "doctor_fix", "import_js
 NEW = marker(0)  # the version the raced operation writes
 
 
-def _race_template(op: str, work: Path, n: int, extra: int) -> tuple[Path, dict[str, Any]]:
+def _race_template(op: str, work: Path, n: int, extra: int
+                   ) -> tuple[Path | str, dict[str, Any]]:
     """A seeded store (documents 0..n+extra-1, version m0x0) and the spec of
     ``op``, which writes version m0x1 of documents 0..n-1 (content
     operations) or only derived data (the others)."""
     work.mkdir(parents=True, exist_ok=True)
-    template, ws = work / "template.sqlite", work / "ws"
+    template, ws = new_store(work, "template"), work / "ws"
     seed_store(template, n + extra, hype=op in ("reembed", "doctor_fix"))
     if op in ("import", "import_npz"):
         write_workspace(ws, range(n), NEW)
@@ -78,7 +80,7 @@ def _race_template(op: str, work: Path, n: int, extra: int) -> tuple[Path, dict[
     return template, {"kind": "cli", "argv": argv[op]}
 
 
-def _with_db(spec: dict[str, Any], db: Path) -> dict[str, Any]:
+def _with_db(spec: dict[str, Any], db: Path | str) -> dict[str, Any]:
     if spec["kind"] != "cli":
         return {**spec, "db": str(db)}
     command, *rest = spec["argv"]
@@ -87,19 +89,35 @@ def _with_db(spec: dict[str, Any], db: Path) -> dict[str, Any]:
     return {"kind": "cli", "argv": [command, "--db", str(db), *rest]}
 
 
+def _plans(victims: list[str], deleters: int, window: float, rng: random.Random
+           ) -> list[list[list[Any]]]:
+    """Each deleter's [[seconds after go, path], ...]: the victims dealt out
+    in turn, and with several deleters a quarter of them deleted by a second
+    one too (two processes deleting the same document at about the same time)."""
+    plans: list[list[list[Any]]] = [[] for _ in range(deleters)]
+    for k, path in enumerate(victims):
+        at = rng.uniform(0, window)
+        plans[k % deleters].append([at, path])
+        if deleters > 1 and rng.random() < 0.25:
+            plans[(k + 1) % deleters].append([min(window, at + rng.uniform(0, 0.05)), path])
+    return [sorted(plan) for plan in plans]
+
+
 def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int = 60,
-             deletes: int = 20, seed: int = 0) -> dict[str, Any]:
-    """``op`` runs while another process deletes ``deletes`` documents at
-    random moments of its calibrated run time, ``rounds`` times."""
+             deletes: int = 20, seed: int = 0, deleters: int = 1, ops: int = 1
+             ) -> dict[str, Any]:
+    """``op`` runs (in ``ops`` processes at once: the same command started on
+    several machines) while ``deleters`` other processes delete ``deletes``
+    documents at random moments of its calibrated run time, ``rounds`` times."""
     rng = random.Random(f"race-{op}-{seed}")
     template, spec = _race_template(op, workdir, n, extra)
     content = spec["kind"] != "cli" or op.startswith("import") or op == "copy"
-    stats: dict[str, Any] = {"rounds": rounds, "deletes": 0, "resurrected": 0, "lost": 0,
-                             "errors": [], "store_damage": [], "samples": []}
+    stats: dict[str, Any] = {"rounds": rounds, "ops": ops, "deleters": deleters, "deletes": 0,
+                             "resurrected": 0, "lost": 0, "errors": [], "store_damage": [],
+                             "samples": []}
 
-    def fresh(name: str) -> Path:
-        db = workdir / f"{name}.sqlite"
-        shutil.copyfile(template, db)
+    def fresh(name: str) -> Path | str:
+        db = clone_store(template, workdir, name)
         if op == "doctor_fix":
             inflict_damage(db, rng)
         return db
@@ -121,33 +139,43 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
         inside = rng.sample(range(n), deletes // 2) if content else []
         victims = [doc_path(i) for i in inside + rng.sample(
             range(n if content else 0, n + extra), deletes - len(inside))]
-        plan = sorted([rng.uniform(0, window), p] for p in victims)
         go = workdir / f"go-{r}"
-        with open(workdir / f"op-{r}.err", "w+") as err, \
-                open(workdir / f"deleter-{r}.err", "w+") as derr:
+        errs = [open(workdir / f"{who}-{r}.err", "w+")  # noqa: SIM115 - closed below
+                for who in [*(f"op{k}" for k in range(ops)),
+                            *(f"deleter{d}" for d in range(deleters))]]
+        try:
             procs = [spawn_module("op-child", "--spec", json.dumps(_with_db(spec, db)),
-                                  "--go", go, stderr=err),
-                     spawn_module("deleter", "--db", db, "--plan", json.dumps(plan),
-                                  "--go", go, stderr=derr)]
+                                  "--go", go, stderr=err) for err in errs[:ops]]
+            procs += [spawn_module("deleter", "--db", db, "--plan", json.dumps(plan),
+                                   "--go", go, stderr=err)
+                      for plan, err in zip(_plans(victims, deleters, window, rng), errs[ops:],
+                                           strict=True)]
             start_together(procs, go)
-            out_op, _ = procs[0].communicate(timeout=600)
-            out_del, _ = procs[1].communicate(timeout=600)
-            err.seek(0)
-            derr.seek(0)
-            fails = [line for line in (out_op or "").splitlines() if line.startswith("FAIL")]
-            problems = [f"{op} exited {procs[0].returncode}: {err.read()[-300:]} {fails[:3]}"
-                        if procs[0].returncode else ""]
-            problems += [f"deleter: {line}" for line in derr.read().splitlines()
-                         if "Error" in line or "Traceback" in line][:3]
-        result: dict[str, Any] = json.loads(out_del.splitlines()[-1]) if out_del.strip() else \
-            {"deleted": {}, "errors": [f"deleter exited {procs[1].returncode}"]}
-        stats["errors"] += [p for p in problems if p] + result["errors"]
-        stats["deletes"] += sum(result["deleted"].values())
+            outs = [proc.communicate(timeout=600)[0] or "" for proc in procs]
+            for err in errs:
+                err.seek(0)
+            problems = []
+            for proc, out, err in zip(procs[:ops], outs, errs, strict=False):
+                fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+                problems += [f"{op} exited {proc.returncode}: {err.read()[-300:]} "
+                             f"{fails[:3]}" if proc.returncode else ""]
+            for err in errs[ops:]:
+                problems += [f"deleter: {line}" for line in err.read().splitlines()
+                             if "Error" in line or "Traceback" in line][:3]
+        finally:
+            for err in errs:
+                err.close()
+        stats["errors"] += [p for p in problems if p]
+        for proc, out in zip(procs[ops:], outs[ops:], strict=True):
+            result: dict[str, Any] = json.loads(out.splitlines()[-1]) if out.strip() else \
+                {"deleted": {}, "errors": [f"deleter exited {proc.returncode}"]}
+            stats["errors"] += result["errors"]
+            stats["deletes"] += sum(result["deleted"].values())
         _judge_race(op, db, n, extra, set(victims), stats)
     return stats
 
 
-def _judge_race(op: str, db: Path, n: int, extra: int, victims: set[str],
+def _judge_race(op: str, db: Path | str, n: int, extra: int, victims: set[str],
                 stats: dict[str, Any]) -> None:
     now = contents(db)
     content = op in ("import", "import_npz", "import_jsonl", "upsert_many", "copy")

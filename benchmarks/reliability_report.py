@@ -19,6 +19,7 @@ def _cell(value: Any) -> str:
 
 def _table(rows: dict[str, dict[str, Any]], first: str, columns: tuple[str, ...],
            extra: tuple[str, ...] = ()) -> list[str]:
+    extra = tuple(c for c in extra if any(c in row for row in rows.values()))
     head = (first, *columns, *extra)
     lines = ["| " + " | ".join(h.replace("_", " ") for h in head) + " |",
              "|" + "---|" * len(head)]
@@ -28,11 +29,28 @@ def _table(rows: dict[str, dict[str, Any]], first: str, columns: tuple[str, ...]
     return lines
 
 
-def render(results: dict[str, Any]) -> str:
-    out = ["# Reliability", "",
-           "Made by `python benchmarks/reliability.py` (FakeEmbedder, a stand-in LLM; "
-           "the checker reads the file with plain SQL). Every figure but *trials*, "
-           "*killed mid way*, *resumed*, *deletes* and *inputs* should be 0.", ""]
+_INTRO = {
+    "sqlite": ["# Reliability", "",
+               "Made by `python benchmarks/reliability.py` (FakeEmbedder, a stand-in LLM; "
+               "the checker reads the file with plain SQL). Every figure but *trials*, "
+               "*killed mid way*, *resumed*, *deletes* and *inputs* should be 0.", ""],
+    "postgres": ["# Reliability on PostgreSQL", "",
+                 "Made by `python benchmarks/reliability.py --backend postgres` against a "
+                 "PostgreSQL 18 + pgvector server started from the installed package "
+                 "(tests/pg_server.py, default durable settings); every store is a "
+                 "knowledge base in a database of its own (FakeEmbedder, a stand-in LLM). "
+                 "The checker (benchmarks/reliability_check_pg.py) reads the schema with "
+                 "plain SQL in one repeatable-read snapshot. Only the client is killed: "
+                 "*corrupt* means the BM25 postings and totals disagree with the stored "
+                 "tsvectors and questions, or a primary-key index with its table. Every "
+                 "figure but *trials*, *killed mid way*, *resumed*, *deletes* and *inputs* "
+                 "should be 0. *load*: the 1-minute load average before and after each "
+                 "scenario (2 shared cores).", ""],
+}
+
+
+def render(results: dict[str, Any], backend: str = "sqlite") -> str:
+    out = list(_INTRO[backend])
     paths = results.get("paths", {})
     if paths:
         out += ["## SIGKILL at a random moment of each write path", "",
@@ -43,7 +61,7 @@ def render(results: dict[str, Any]) -> str:
                 "it did not inflict; for export: a partial target); *lost*: committed data "
                 "missing or changed (for export: the source changed); *resumed*: the same "
                 "command run again completed and left a healthy store.", ""]
-        out += _table(paths, "write path", PATH_COLUMNS, ("window_seconds",))
+        out += _table(paths, "write path", PATH_COLUMNS, ("window_seconds", "load"))
         out.append("")
         stray = {k: v["stray_temp_files"] for k, v in paths.items() if "stray_temp_files" in v}
         if stray:
@@ -57,7 +75,8 @@ def render(results: dict[str, Any]) -> str:
                 "document (or, for hype, its questions) that was not deleted is missing or "
                 "wrong; *errors*: anything either process saw (a 'database is locked' "
                 "counts); *store damage*: half-indexed rows after both finished.", ""]
-        out += _table(races, "operation", RACE_COLUMNS, ("window_seconds",))
+        out += _table(races, "operation", RACE_COLUMNS, ("ops", "deleters", "window_seconds",
+                                                          "load"))
         out.append("")
     fuzzers = results.get("fuzzers", {})
     if fuzzers:
@@ -66,7 +85,7 @@ def render(results: dict[str, Any]) -> str:
                 "*unaccounted*: neither stored nor reported; *crashes*: a traceback or any "
                 "exception other than kbstore's own error with a reason; *good lost*: a good "
                 "item among the bad ones not stored.", ""]
-        out += _table(fuzzers, "input", FUZZ_COLUMNS)
+        out += _table(fuzzers, "input", FUZZ_COLUMNS, ("load",))
         out.append("")
         llm = fuzzers.get("llm_answers", {})
         if llm.get("left_pending_by_breaker") or llm.get("good_left_pending"):
@@ -88,5 +107,5 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def write_markdown(results: dict[str, Any], file: Path) -> None:
-    file.write_text(render(results), encoding="utf-8")
+def write_markdown(results: dict[str, Any], file: Path, backend: str = "sqlite") -> None:
+    file.write_text(render(results, backend), encoding="utf-8")

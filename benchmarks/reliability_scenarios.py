@@ -22,7 +22,7 @@ from benchmarks.reliability_check import (
     reading,
     titles,
 )
-from benchmarks.reliability_docs import fake_hype, make_docs, open_store, seed_store
+from benchmarks.reliability_docs import fake_hype, make_docs, new_store, open_store, seed_store
 from benchmarks.reliability_workers import spawn, start_together, worker_results
 from kbstore import EmptyQueryError, KnowledgeStore
 
@@ -234,7 +234,7 @@ def search_never_raises(store: KnowledgeStore, query: str) -> str | None:
 
 def run_query_fuzz(workdir: Path, cases: int, seed: int = 0) -> dict[str, Any]:
     workdir.mkdir(parents=True, exist_ok=True)
-    db = workdir / "fuzz.sqlite"
+    db = new_store(workdir, "fuzz")
     seed_store(db, 200)
     rng = random.Random(seed)
     failures = []

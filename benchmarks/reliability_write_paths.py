@@ -5,7 +5,6 @@ an untouched source)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import shutil
@@ -17,6 +16,7 @@ from benchmarks.reliability_check import (
     contents,
     damage,
     damaged_ids,
+    digest,
     embedder_dim,
     reading,
     vectors_match,
@@ -27,8 +27,10 @@ from benchmarks.reliability_docs import (
     SEED_MARKER,
     doc_path,
     fake_hype,
+    is_postgres,
     make_docs,
     markers,
+    new_store,
     open_store,
     seed_store,
 )
@@ -42,10 +44,6 @@ from benchmarks.reliability_path_inputs import (
 )
 
 
-def _sha(file: Path) -> str | None:
-    return hashlib.sha256(file.read_bytes()).hexdigest() if file.exists() else None
-
-
 class WritePath:
     """One write path: its store, inputs, command and what a kill may leave."""
 
@@ -56,7 +54,7 @@ class WritePath:
     def __init__(self, name: str, workdir: Path, n: int, rng: random.Random) -> None:
         self.name, self.work, self.n, self.rng = name, workdir, n, rng
         workdir.mkdir(parents=True, exist_ok=True)
-        self.db = workdir / f"{name}.sqlite"
+        self.db = new_store(workdir, name)
         self.ws = workdir / "ws"
         self.before: dict[str, Any] = {}
 
@@ -318,7 +316,7 @@ class ExportJsonl(WritePath):
             self._remove_target()
         super().prepare(gen)
         self.before["target"] = self._target_state(gen)
-        self.before["sha"] = _sha(self.db)
+        self.before["sha"] = digest(self.db)
 
     def _remove_target(self) -> None:
         if self.target().exists():
@@ -353,10 +351,10 @@ class ExportJsonl(WritePath):
         allowed = {"new", self.before["target"]}
         if state not in allowed:
             half.append(f"target {state} (before: {self.before['target']})")
-        if _sha(self.db) != self.before["sha"]:
-            lost.append("the source database file changed")
+        if digest(self.db) != self.before["sha"]:
+            lost.append("the source database changed")
         wal = Path(f"{self.db}-wal")
-        if wal.exists() and wal.stat().st_size:
+        if not is_postgres(self.db) and wal.exists() and wal.stat().st_size:
             lost.append(f"the source has a {wal.stat().st_size}-byte WAL")
         self.stray = self._stray()
         return corrupt, half, lost
@@ -366,8 +364,8 @@ class ExportJsonl(WritePath):
         state = self._target_state(gen)
         if self._stray():  # the next export sweeps what a killed one left
             problems.append(f"{self._stray()} temp file(s) left after the next export")
-        if _sha(self.db) != self.before["sha"]:
-            problems.append("the source database file changed")
+        if digest(self.db) != self.before["sha"]:
+            problems.append("the source database changed")
         return problems + ([f"target {state} after resume"] if state != "new" else [])
 
 

@@ -71,3 +71,32 @@ def test_a_read_only_store_refuses_writes(location: str, embedder: FakeEmbedder)
             with pytest.raises(ReadOnlyError):
                 write()
         assert reader.paths() == ["projects/a.md"]
+
+
+def test_a_reembed_finished_by_another_process_meanwhile_does_not_fail_this_one(
+        location: str) -> None:
+    """Two `kbstore reembed` runs on one knowledge base (two machines, or two
+    terminals): the second finishes and drops the staged vectors while the
+    first is between batches. The first stages again and completes, and the
+    vectors are the new embedder's (on SQLite it failed with 'no such table:
+    vector_data_next')."""
+    from kbstore.doctor import diagnose
+    from kbstore.ingest import make_document
+
+    with KnowledgeStore.open(location, FakeEmbedder(64), hype=False) as first, \
+            KnowledgeStore.open(location, FakeEmbedder(64), hype=False) as second:
+        first.upsert_many([make_document(f"projects/r{i:02d}.md", title=f"note {i}",
+                                         body=f"body {i}") for i in range(12)])
+        rounds = []
+
+        def meanwhile(count: int) -> None:
+            if not rounds:
+                rounds.append(second.reembed(FakeEmbedder(32), batch_size=4))
+
+        assert first.reembed(FakeEmbedder(32), batch_size=4, progress=meanwhile) >= 12
+        assert len(rounds) == 1 and rounds[0] >= 8  # it reused what the first had staged
+    with KnowledgeStore.open(location, FakeEmbedder(32), hype=False) as store:
+        assert store.embedder.dim == 32 and len(store) == 12
+        assert diagnose(store).ok, [c.name for c in diagnose(store).problems]
+        hit = store.search("note 3", limit=1)[0]
+        assert hit.path == "projects/r03.md"

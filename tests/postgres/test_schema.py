@@ -391,3 +391,47 @@ def test_migration_4_folds_the_stored_text_in_python(pg_kb: PgKnowledgeBase,
     assert set(conn.execute("SELECT term, doc_id, tf_title, tf_tags, tf_body, doc_len "
                             "FROM fts_postings").fetchall()) \
         == set(conn.execute(POSTINGS_FROM_SCRATCH).fetchall())
+
+
+def test_the_fold_check_and_its_rewrite_read_documents_and_questions_in_bounded_batches(
+        pg_kb: PgKnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Migration 4's rewrite, doctor's fts_fold check and --fix read at most
+    fold.BATCH documents (and questions) per statement: with a batch of 3,
+    11 documents and 14 questions need several pages each, and every
+    unfolded row on every page is found and folded."""
+    monkeypatch.setattr(fold, "BATCH", 3)
+    conn = open_kb(pg_kb)
+    docs = [make_document(f"domains/d{i:02d}.md", title=f"ΚΌΣΜΟΣ {i}", body=f"note {i}")
+            for i in range(11)]
+    insert_documents(conn, docs, FakeEmbedder(dim=16))
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO hype_questions (doc_id, position, question) "
+                        "VALUES (%s, %s, %s)", [(d, p, f"Τι είναι ΚΌΣΜΟΣ {d}-{p};")
+                                                for d in (1, 4, 6, 7, 8, 9, 11) for p in (1, 2)])
+    # Vectors that are not those of the folded text (as a psql edit under
+    # another locale leaves them), questions without their folded text.
+    conn.execute("UPDATE documents SET fts = ''::tsvector, title_fts = ''::tsvector")
+    every = set(range(1, 12))
+    fetched: list[int] = []
+    real_fetchall = psycopg.Cursor.fetchall
+
+    def counting(cursor: psycopg.Cursor) -> list:
+        rows = real_fetchall(cursor)
+        fetched.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(psycopg.Cursor, "fetchall", counting)
+    assert fold.unfolded_documents(conn) == every
+    assert fold.unfolded_questions(conn) == {1, 4, 6, 7, 8, 9, 11}
+    with conn.transaction():
+        assert fold.refold(conn) == 11
+    with conn.transaction():
+        assert fold.refold(conn, [2, 4, 6, 9, 10]) == 5
+    assert fold.unfolded_documents(conn) == set() and fold.unfolded_questions(conn) == set()
+    assert max(fetched) <= 3 and len(fetched) > 10
+    monkeypatch.setattr(psycopg.Cursor, "fetchall", real_fetchall)
+    terms = {r[0] for r in conn.execute("SELECT term FROM question_postings")}
+    assert "κόσμοσ" in terms and "ΚΌΣΜΟΣ".lower() not in terms
+    assert set(conn.execute("SELECT term, doc_id, tf_title, tf_tags, tf_body, doc_len "
+                            "FROM fts_postings").fetchall()) \
+        == set(conn.execute(POSTINGS_FROM_SCRATCH).fetchall())

@@ -48,14 +48,56 @@ def _columns(rows: list[tuple[int, str, Any, str]]) -> list[list[Any]]:
     return [list(col) for col in zip(*parts, strict=True)] if parts else [[], [], [], []]
 
 
+_FIRST_ID = -(2 ** 63)  # below every bigint id: the first keyset page
+
+
 def _batches(conn: Any, ids: Iterable[int] | None) -> Iterable[list[tuple[int, str, Any, str]]]:
-    wanted = None if ids is None else sorted(set(ids))
+    """The documents (all, or these ids) BATCH at a time, in id order: each
+    page is read by its own statement, so memory stays bounded by BATCH
+    documents whatever the size of the knowledge base."""
     sql = "SELECT id, title, tags, body FROM documents"
-    rows = conn.execute(sql + " ORDER BY id" if wanted is None else
-                        sql + " WHERE id = ANY(%s) ORDER BY id", None if wanted is None
-                        else (wanted,)).fetchall()
-    for start in range(0, len(rows), BATCH):
-        yield [(int(r[0]), r[1], r[2], r[3]) for r in rows[start:start + BATCH]]
+    if ids is not None:
+        wanted = sorted(set(ids))
+        pages: Iterable[list[Any]] = (conn.execute(
+            sql + " WHERE id = ANY(%s) ORDER BY id", (wanted[start:start + BATCH],)).fetchall()
+            for start in range(0, len(wanted), BATCH))
+    else:
+        pages = _keyset(conn, sql + " WHERE id > %s ORDER BY id LIMIT %s", (_FIRST_ID,))
+    for rows in pages:
+        if rows:
+            yield [(int(r[0]), r[1], r[2], r[3]) for r in rows]
+
+
+def _keyset(conn: Any, sql: str, first: tuple[Any, ...], fixed: tuple[Any, ...] = ()
+            ) -> Iterable[list[Any]]:
+    """Pages of ``sql`` (``... WHERE key > %s ... ORDER BY key LIMIT %s``,
+    after the ``fixed`` parameters), each after the last key of the one
+    before; the key is the leading ``len(first)`` columns."""
+    after = first
+    while True:
+        rows = conn.execute(sql, (*fixed, *after, BATCH)).fetchall()
+        if not rows:
+            return
+        yield rows
+        if len(rows) < BATCH:
+            return
+        after = tuple(rows[-1][:len(first)])
+
+
+def _questions(conn: Any, ids: Iterable[int] | None) -> Iterable[list[Any]]:
+    """(doc_id, position, question, folded) of the questions of these
+    documents (all: None), BATCH at a time."""
+    sql = "SELECT doc_id, position, question, folded FROM hype_questions"
+    if ids is None:
+        yield from _keyset(conn, sql + " WHERE (doc_id, position) > (%s, %s) "
+                           "ORDER BY doc_id, position LIMIT %s", (_FIRST_ID, 0))
+        return
+    wanted = sorted(set(ids))
+    for start in range(0, len(wanted), BATCH):
+        chunk = wanted[start:start + BATCH]
+        yield from _keyset(conn, sql + " WHERE doc_id = ANY(%s) AND (doc_id, position) > "
+                           "(%s, %s) ORDER BY doc_id, position LIMIT %s",
+                           (_FIRST_ID, 0), fixed=(chunk,))
 
 
 def unfolded_documents(conn: Any) -> set[int]:
@@ -68,9 +110,9 @@ def unfolded_documents(conn: Any) -> set[int]:
 
 
 def unfolded_questions(conn: Any) -> set[int]:
-    return {int(r[0]) for r in conn.execute(
-        "SELECT doc_id, question, folded FROM hype_questions").fetchall()
-        if r[2] != fts_fold(r[1])}
+    """Documents with a question whose folded text is not kbstore's folding."""
+    return {int(r[0]) for rows in _questions(conn, None) for r in rows
+            if r[3] != fts_fold(r[2])}
 
 
 def refold(conn: Any, ids: Iterable[int] | None = None) -> int:
@@ -82,15 +124,12 @@ def refold(conn: Any, ids: Iterable[int] | None = None) -> int:
     for rows in _batches(conn, ids):
         conn.execute(_REFOLD, _columns(rows))
         done += len(rows)
-    questions = conn.execute(
-        "SELECT doc_id, position, question FROM hype_questions" + (
-            "" if ids is None else " WHERE doc_id = ANY(%s)"),
-        None if ids is None else (sorted(set(ids)),)).fetchall()
-    stale = [(int(d), int(p), fts_fold(q)) for d, p, q in questions]
-    if stale:
-        conn.execute("UPDATE hype_questions AS q SET folded = u.folded FROM unnest("
-                     "%s::bigint[], %s::smallint[], %s::text[]) AS u(doc_id, position, folded) "
-                     "WHERE q.doc_id = u.doc_id AND q.position = u.position "
-                     "AND q.folded IS DISTINCT FROM u.folded",
-                     [list(col) for col in zip(*stale, strict=True)])
+    for rows in _questions(conn, ids):
+        stale = [(int(d), int(p), fts_fold(q)) for d, p, q, folded in rows
+                 if folded != fts_fold(q)]
+        if stale:
+            conn.execute("UPDATE hype_questions AS q SET folded = u.folded FROM unnest("
+                         "%s::bigint[], %s::smallint[], %s::text[]) AS u(doc_id, position, "
+                         "folded) WHERE q.doc_id = u.doc_id AND q.position = u.position",
+                         [list(col) for col in zip(*stale, strict=True)])
     return done

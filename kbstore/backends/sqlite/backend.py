@@ -521,6 +521,8 @@ class SQLiteBackend:
         self._writable()
         done = 0
         with transaction(self.conn):
+            if not _vectors.stage_exists(self.conn):
+                return 0  # another process finished (or aborted) the rebuild meanwhile
             current = {s.key: s for s in self.stored(self._paths_of([i[0].key for i in items]))
                        .values()}
             for stored, vhash, vector, qvectors, chunks in items:
@@ -553,6 +555,10 @@ class SQLiteBackend:
         Otherwise nothing changes and the keys still to stage come back."""
         self._writable()
         with transaction(self.conn):
+            if not _vectors.stage_exists(self.conn):
+                # Another process swapped its rebuild in meanwhile: an empty
+                # staging table, so every document is to stage again.
+                _vectors.stage_create(self.conn, fingerprint_id)
             staged = _vectors.staged(self.conn)
             questions: dict[int, set[int]] = {}
             for doc_id, pos in self.conn.execute("SELECT doc_id, position FROM hype_questions"):
