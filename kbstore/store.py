@@ -296,10 +296,15 @@ class KnowledgeStore:
 
     def restamp(self, embedder: Embedder) -> int:
         """Record ``embedder`` for a file whose fingerprint was lost and embed
-        every document with it (documents and questions are kept)."""
-        self.backend.restamp(embedder.fingerprint())
+        every document with it (documents and questions are kept). The new
+        vectors and the fingerprint are switched in together, as by
+        :meth:`reembed`: a failure or a kill until then leaves the file as it was."""
+        from .reembed import reembed
+
+        done = reembed(self.backend, embedder, batch_size=self.settings.batch_size)
         self._set_embedder(embedder, follow=False)
-        return self.refresh()
+        self.backend.checkpoint()
+        return done
 
     def refresh(self, progress: Progress | None = None) -> int:
         """Make every document's derived data current without the LLM (missing
