@@ -12,22 +12,18 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
-import numpy as np
-
-from benchmarks.reliability_check import SLOTS, check_store, contents, damage, reading
+from benchmarks.reliability_check import check_store, contents, damage, reading
 from benchmarks.reliability_docs import DIM, SEED_MARKER, doc_path, fake_hype, make_docs, open_store
+from benchmarks.reliability_path_inputs import make_v3_file
 from benchmarks.reliability_write_paths import WritePath, _diff
-from kbstore import FakeEmbedder, KnowledgeStore
+from kbstore import FakeEmbedder
 from kbstore.backends.sqlite.connection import connect
-from kbstore.ingest import make_document
-from kbstore.model import embedding_text, fingerprint_id
 
 V3_LLM = "fake/llm"
 
 
-def _sql(db: Path, statement: str, params: Sequence[Any] = ()) -> None:
+def sql_write(db: Path, statement: str, params: Sequence[Any] = ()) -> None:
     conn = connect(db, mode="write")
     try:
         conn.execute(statement, params)
@@ -114,7 +110,7 @@ class Restamp(WritePath):
     was deleted: documents and questions are kept, every vector is made again."""
 
     def prepare(self, gen: int) -> None:
-        _sql(self.db, "DELETE FROM meta WHERE key = ?", ("embedder",))
+        sql_write(self.db, "DELETE FROM meta WHERE key = ?", ("embedder",))
         super().prepare(gen)
         self.before["counts"] = check_store(self.db)
 
@@ -173,55 +169,6 @@ class Migrate(WritePath):
         version = self._version()
         return super().check_resumed(gen) + ([f"schema v{version} after resume"]
                                              if version != SCHEMA_VERSION else [])
-
-
-def make_v3_file(path: Path, documents: Sequence[tuple[str, str, list[str], str, list[str]]],
-                 llm_model: str) -> None:
-    """A schema-v3 file as kbstore's v3 code left it: the v3 steps applied by
-    the runner, then each (path, title, tags, body, questions) and its
-    vectors written with the statements v3 used, so its triggers made the
-    index rows."""
-    from kbstore import migrations as migration_files
-    from kbstore.backends.sqlite import migrations as sqlite_migrations
-
-    real_steps = migration_files.steps
-    with mock.patch.object(sqlite_migrations, "steps", lambda backend: real_steps(backend)[:3]), \
-            mock.patch.object(sqlite_migrations, "SCHEMA_VERSION", 3), \
-            KnowledgeStore.open(path, FakeEmbedder(64), hype=False) as store:
-        assert store.status()["schema_version"] == 3  # schema, meta, empty vec0 table
-    embedder = FakeEmbedder(64)
-    fp = fingerprint_id(embedder.fingerprint())
-    conn = connect(path, mode="write")
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        for path_, title, tags, body, questions in documents:
-            doc = make_document(path_, title=title, body=body, tags=tags)
-            did = conn.execute(
-                "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "
-                "content_hash, extra, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?)",
-                (doc.title, json.dumps(doc.tags), doc.body, doc.topic, doc.doc_type,
-                 doc.created, doc.updated, doc.content_hash(), doc.path)).lastrowid
-            vectors = [embedder.embed_documents([embedding_text(title, doc.tags, body)])[0],
-                       *embedder.embed_queries(questions)]
-            for slot, vector in enumerate(vectors):
-                blob = np.asarray(vector, np.float32).tobytes()
-                conn.execute("INSERT INTO vectors (vector_id, kind, embedding_bits, doc_id, "
-                             "topic, doc_type) VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
-                             (did * SLOTS + slot, "doc" if slot == 0 else "hype", blob, did,
-                              doc.topic, doc.doc_type))
-                conn.execute("INSERT INTO vector_data (vector_id, doc_id, embedding) "
-                             "VALUES (?, ?, ?)", (did * SLOTS + slot, did, blob))
-            for position, question in enumerate(questions, start=1):
-                conn.execute("INSERT INTO hype_questions (doc_id, position, question) "
-                             "VALUES (?, ?, ?)", (did, position, question))
-            for kind, chash, model in (("doc_vector", doc.vector_hash(), fp),
-                                       ("hype_questions", doc.hype_hash(), llm_model),
-                                       ("hype_vectors", doc.hype_hash(), fp)):
-                conn.execute("INSERT INTO derived (doc_id, kind, content_hash, model) "
-                             "VALUES (?, ?, ?, ?)", (did, kind, chash, model))
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
 
 
 ADMIN_PATHS: dict[str, type[WritePath]] = {
