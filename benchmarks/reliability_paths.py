@@ -2,8 +2,10 @@
 
 Each path is one real command (``kbstore import``, also removing files,
 ``hype``, ``reembed``, ``doctor --fix``, ``import-jsonl``, ``import-npz``,
-``export``, ``copy``) or API call (``upsert``, ``upsert_many``, a watcher's
-reconcile, picobot's ``store``) run in a child process and killed at
+``export``, ``copy``, ``init``, ``migrate``, ``doctor --fix --embedder``) or API
+call (``upsert``, ``upsert_many``, ``delete_many``, a watcher's reconcile,
+picobot's ``store``; benchmarks/reliability_admin_paths.py has the paths that
+make, upgrade, restamp or thin out a store) run in a child process and killed at
 a random moment inside its calibrated run time. After each kill the
 independent checker (:func:`benchmarks.reliability_check.check_store`, plain
 SQL) reads the file, the path's own rule is checked

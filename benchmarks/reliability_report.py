@@ -33,6 +33,7 @@ def render(results: dict[str, Any]) -> str:
            "Made by `python benchmarks/reliability.py` (FakeEmbedder, a stand-in LLM; "
            "the checker reads the file with plain SQL). Every figure but *trials*, "
            "*killed mid way*, *resumed*, *deletes* and *inputs* should be 0.", ""]
+    out += [f"Runs: {results['run']['note']}", ""] if results.get("run", {}).get("note") else []
     paths = results.get("paths", {})
     if paths:
         out += ["## SIGKILL at a random moment of each write path", "",
