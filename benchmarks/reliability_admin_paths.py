@@ -63,10 +63,14 @@ class DeleteMany(WritePath):
 
 class Init(WritePath):
     """``kbstore init`` making a new file: a kill leaves no file, an empty
-    one, or a whole store; ``kbstore init`` again gives a healthy store."""
+    one, or a whole store -- or (counted apart, see ``extra_stats``) the
+    schema without a fingerprint and vector table, which `kbstore search`
+    cannot read; ``kbstore init`` again gives a healthy store."""
 
     def setup(self) -> None:
-        pass
+        # Kills that left the schema without a fingerprint or vector table
+        # (init's second transaction never ran): not a store yet, counted apart.
+        self.extra_stats = {"schema_without_fingerprint": 0}
 
     def prepare(self, gen: int) -> None:
         for suffix in ("", "-wal", "-shm"):
@@ -84,6 +88,12 @@ class Init(WritePath):
                 # An SQLite file without the schema (the one transaction that
                 # makes it never committed): commands refuse it as empty.
                 return 0, [], []
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            fp = "meta" in tables and conn.execute(
+                "SELECT 1 FROM meta WHERE key = 'embedder'").fetchone() is not None
+        if "documents" in tables and "vectors" not in tables and not fp:
+            self.extra_stats["schema_without_fingerprint"] += 1
+            return 0, [], []
         return self._store_state()
 
     def _store_state(self) -> tuple[int, list[str], list[str]]:

@@ -215,6 +215,7 @@ def run_path_trials(name: str, workdir: Path, trials: int, n: int = 300,
             if next_proc is not None:
                 proc = next_proc
         stats["trials"] = trials
+        stats.update(getattr(path, "extra_stats", {}))
     finally:
         log.close()
     stats["failures"] = stats["failures"][:10]
