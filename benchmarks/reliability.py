@@ -61,6 +61,12 @@ PG_RESULTS = RESULTS.with_name("reliability_postgres.json")
 # What runs on PostgreSQL (the others read or race the SQLite file itself;
 # benchmarks/pg_concurrency.py is PostgreSQL's writers-and-readers scenario).
 PG_SCENARIOS = ("query_fuzz", "path", "race", "fuzz")
+# Scenarios written for SQLite files only (they open the file with sqlite3,
+# make a v3 file, watch a folder or run picobot's file store): not run with
+# --backend postgres.
+SQLITE_ONLY = frozenset({"path:import_removals", "path:watch", "path:picobot_store",
+                         "path:delete_many", "path:init", "path:restamp", "path:migrate",
+                         "race:delete_many", "race:restamp", "fuzz:delete_many"})
 
 
 # -- command line -------------------------------------------------------------
@@ -154,7 +160,8 @@ def _scenarios(args: argparse.Namespace, work: Path) -> list[tuple[str, Any]]:
         out.append((f"fuzz:{name}", lambda fn=fn, name=name: fn(work / f"fuzz-{name}",
                                                                  args.fuzz_inputs)))
     if args.backend == "postgres":
-        out = [(n, fn) for n, fn in out if n.split(":")[0] in PG_SCENARIOS]
+        out = [(n, fn) for n, fn in out
+               if n.split(":")[0] in PG_SCENARIOS and n not in SQLITE_ONLY]
     return out
 
 

@@ -560,6 +560,14 @@ def fuzz_llm(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
     return stats
 
 
+def fuzz_delete_many(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
+    """benchmarks/reliability_fuzz_delete.py (it uses this module's helpers)."""
+    from benchmarks.reliability_fuzz_delete import run
+
+    return run(workdir, inputs, seed)
+
+
 FUZZERS: dict[str, Callable[[Path, int], dict[str, Any]]] = {
     "files": fuzz_files, "jsonl": fuzz_jsonl, "npz": fuzz_npz, "llm_answers": fuzz_llm,
+    "delete_many": fuzz_delete_many,
 }

@@ -1,5 +1,6 @@
 """What the write paths are fed: versions, workspace files, JSONL records,
-npz sidecars, and the damage ``doctor --fix`` has to repair."""
+npz sidecars, the damage ``doctor --fix`` has to repair, and a schema-v3
+file for ``migrate``."""
 
 from __future__ import annotations
 
@@ -7,17 +8,21 @@ import hashlib
 import json
 import os
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
 from benchmarks.reliability_check import SLOTS
 from benchmarks.reliability_docs import DIM, doc_path, is_postgres, make_docs
-from kbstore import FakeEmbedder
+from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite.connection import connect
 from kbstore.embed import embedding_text
 from kbstore.files import render_markdown
+from kbstore.ingest import make_document
+from kbstore.model import fingerprint_id
 
 
 def marker(gen: int) -> str:
@@ -151,3 +156,55 @@ def inflict_damage(db: Path | str, rng: random.Random) -> list[str]:
     finally:
         conn.close()
     return describe_damage(plan)
+
+
+# -- a schema-v3 file for migrate ------------------------------------------------------
+
+
+def make_v3_file(path: Path, documents: Sequence[tuple[str, str, list[str], str, list[str]]],
+                 llm_model: str) -> None:
+    """A schema-v3 file as kbstore's v3 code left it: the v3 steps applied by
+    the runner, then each (path, title, tags, body, questions) and its
+    vectors written with the statements v3 used, so its triggers made the
+    index rows."""
+    from kbstore import migrations as migration_files
+    from kbstore.backends.sqlite import migrations as sqlite_migrations
+
+    real_steps = migration_files.steps
+    with mock.patch.object(sqlite_migrations, "steps", lambda backend: real_steps(backend)[:3]), \
+            mock.patch.object(sqlite_migrations, "SCHEMA_VERSION", 3), \
+            KnowledgeStore.open(path, FakeEmbedder(64), hype=False) as store:
+        assert store.status()["schema_version"] == 3  # schema, meta, empty vec0 table
+    embedder = FakeEmbedder(64)
+    fp = fingerprint_id(embedder.fingerprint())
+    conn = connect(path, mode="write")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for path_, title, tags, body, questions in documents:
+            doc = make_document(path_, title=title, body=body, tags=tags)
+            did = conn.execute(
+                "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "
+                "content_hash, extra, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?)",
+                (doc.title, json.dumps(doc.tags), doc.body, doc.topic, doc.doc_type,
+                 doc.created, doc.updated, doc.content_hash(), doc.path)).lastrowid
+            vectors = [embedder.embed_documents([embedding_text(title, doc.tags, body)])[0],
+                       *embedder.embed_queries(questions)]
+            for slot, vector in enumerate(vectors):
+                blob = np.asarray(vector, np.float32).tobytes()
+                conn.execute("INSERT INTO vectors (vector_id, kind, embedding_bits, doc_id, "
+                             "topic, doc_type) VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
+                             (did * SLOTS + slot, "doc" if slot == 0 else "hype", blob, did,
+                              doc.topic, doc.doc_type))
+                conn.execute("INSERT INTO vector_data (vector_id, doc_id, embedding) "
+                             "VALUES (?, ?, ?)", (did * SLOTS + slot, did, blob))
+            for position, question in enumerate(questions, start=1):
+                conn.execute("INSERT INTO hype_questions (doc_id, position, question) "
+                             "VALUES (?, ?, ?)", (did, position, question))
+            for kind, chash, model in (("doc_vector", doc.vector_hash(), fp),
+                                       ("hype_questions", doc.hype_hash(), llm_model),
+                                       ("hype_vectors", doc.hype_hash(), fp)):
+                conn.execute("INSERT INTO derived (doc_id, kind, content_hash, model) "
+                             "VALUES (?, ?, ?, ?)", (did, kind, chash, model))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()

@@ -2,8 +2,10 @@
 
 Each path is one real command (``kbstore import``, also removing files,
 ``hype``, ``reembed``, ``doctor --fix``, ``import-jsonl``, ``import-npz``,
-``export``, ``copy``) or API call (``upsert``, ``upsert_many``, a watcher's
-reconcile, picobot's ``store``) run in a child process and killed at
+``export``, ``copy``, ``init``, ``migrate``, ``doctor --fix --embedder``) or API
+call (``upsert``, ``upsert_many``, ``delete_many``, a watcher's reconcile,
+picobot's ``store``; benchmarks/reliability_admin_paths.py has the paths that
+make, upgrade, restamp or thin out a store) run in a child process and killed at
 a random moment inside its calibrated run time. After each kill the
 independent checker (:func:`benchmarks.reliability_check.check_store`, plain
 SQL) reads the file, the path's own rule is checked
@@ -28,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.reliability_admin_paths import ADMIN_PATHS
 from benchmarks.reliability_docs import DIM, fake_hype, make_docs, open_store
 from benchmarks.reliability_workers import ready_and_wait
 from benchmarks.reliability_write_paths import PATHS, WritePath
@@ -36,7 +39,8 @@ from kbstore import FakeEmbedder, KnowledgeStore
 ROOT = Path(__file__).resolve().parents[1]
 CRASH_PATHS = ("upsert", "upsert_many", "import", "hype", "reembed", "doctor_fix",
                "import_jsonl", "import_npz", "export_jsonl", "export_markdown", "copy",
-               "import_removals", "watch", "picobot_store")
+               "import_removals", "watch", "picobot_store",
+               *ADMIN_PATHS)  # delete_many, init, restamp, migrate
 
 
 # -- running one operation ---------------------------------------------------------------
@@ -63,6 +67,10 @@ def run_op(spec: dict[str, Any], *, child: bool) -> int:
 
         with open_store(spec["db"], hype=spec["hype"]) as store:
             Watcher(spec["ws"], store, settle_s=0.0).reconcile_all()
+        return 0
+    if spec["kind"] == "delete_many":
+        with open_store(spec["db"], hype=False) as store:
+            print(f"c {store.delete_many(spec['paths'])}", flush=True)
         return 0
     docs = make_docs(range(spec["n"]), spec["marker"])
     with open_store(spec["db"], hype=spec["hype"]) as store:
@@ -161,7 +169,7 @@ def run_path_trials(name: str, workdir: Path, trials: int, n: int = 300,
     """SIGKILL ``name``'s command at random moments (``trials`` times), check
     the file after each kill, then run the command again to completion."""
     rng = random.Random(f"{name}-{seed}")
-    path = PATHS[name](name, workdir, n, rng)
+    path = {**PATHS, **ADMIN_PATHS}[name](name, workdir, n, rng)
     path.setup()
     log = open(workdir / "children.log", "a")  # noqa: SIM115 - closed below
     stats: dict[str, Any] = {"trials": 0, "documents": n, "killed_mid_way": 0,
@@ -207,6 +215,7 @@ def run_path_trials(name: str, workdir: Path, trials: int, n: int = 300,
             if next_proc is not None:
                 proc = next_proc
         stats["trials"] = trials
+        stats.update(getattr(path, "extra_stats", {}))
     finally:
         log.close()
     stats["failures"] = stats["failures"][:10]

@@ -1,7 +1,8 @@
 """A delete racing each long write operation.
 
 Each operation (``kbstore import``, ``import-npz``, ``import-jsonl``,
-``hype``, ``reembed``, ``doctor --fix``, ``copy``, or ``upsert_many``) runs
+``hype``, ``reembed``, ``doctor --fix``, also with ``--embedder`` on a file
+that lost its fingerprint, ``copy``, ``upsert_many`` or ``delete_many``) runs
 in a child process while another process deletes documents through the
 public API: deleted documents must stay deleted, nothing else may be lost,
 and neither process may see an error.
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.reliability_admin_paths import sql_write
 from benchmarks.reliability_check import (
     check_store,
     contents,
@@ -43,7 +45,7 @@ from benchmarks.reliability_paths import spawn_module
 from benchmarks.reliability_workers import start_together
 
 RACE_OPS = ("import", "upsert_many", "hype", "reembed", "doctor_fix", "import_jsonl",
-            "import_npz", "copy")
+            "import_npz", "copy", "delete_many", "restamp")
 NEW = marker(0)  # the version the raced operation writes
 
 
@@ -54,7 +56,7 @@ def _race_template(op: str, work: Path, n: int, extra: int
     operations) or only derived data (the others)."""
     work.mkdir(parents=True, exist_ok=True)
     template, ws = new_store(work, "template"), work / "ws"
-    seed_store(template, n + extra, hype=op in ("reembed", "doctor_fix"))
+    seed_store(template, n + extra, hype=op in ("reembed", "doctor_fix", "restamp"))
     if op in ("import", "import_npz"):
         write_workspace(ws, range(n), NEW)
     argv = {
@@ -65,6 +67,7 @@ def _race_template(op: str, work: Path, n: int, extra: int
         "hype": ["hype", "--concurrency", "2"],
         "reembed": ["reembed", "--embedder", "fake", "--dim", "32"],
         "doctor_fix": ["doctor", "--fix"],
+        "restamp": ["doctor", "--fix", "--embedder", "fake"],
         "copy": ["copy", str(work / "source.sqlite")],
     }
     if op == "copy":
@@ -74,6 +77,10 @@ def _race_template(op: str, work: Path, n: int, extra: int
         write_npz(work / "embeddings.npz", ws, range(n), NEW)
     if op == "import_jsonl":
         write_jsonl(work / "records.jsonl", range(n), NEW)
+    if op == "restamp":  # the file lost its fingerprint
+        sql_write(Path(template), "DELETE FROM meta WHERE key = ?", ("embedder",))
+    if op == "delete_many":  # deletes documents 0..n-1
+        return template, {"kind": "delete_many", "paths": [doc_path(i) for i in range(n)]}
     if op == "upsert_many":
         return template, {"kind": "upsert_many", "n": n, "marker": NEW, "hype": False,
                           "batch": 16}
@@ -111,7 +118,8 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
     documents at random moments of its calibrated run time, ``rounds`` times."""
     rng = random.Random(f"race-{op}-{seed}")
     template, spec = _race_template(op, workdir, n, extra)
-    content = spec["kind"] != "cli" or op.startswith("import") or op == "copy"
+    content = spec["kind"] not in ("cli", "delete_many") or op.startswith("import") \
+        or op == "copy"
     stats: dict[str, Any] = {"rounds": rounds, "ops": ops, "deleters": deleters, "deletes": 0,
                              "resurrected": 0, "lost": 0, "errors": [], "store_damage": [],
                              "samples": []}
@@ -137,8 +145,10 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
     for r in range(rounds):
         db = fresh(f"round-{r}")
         inside = rng.sample(range(n), deletes // 2) if content else []
-        victims = [doc_path(i) for i in inside + rng.sample(
-            range(n if content else 0, n + extra), deletes - len(inside))]
+        # delete_many's own documents (0..n-1) are not the deleter's to race for.
+        low = n if content or op == "delete_many" else 0
+        victims = [doc_path(i) for i in inside + rng.sample(range(low, n + extra),
+                                                            deletes - len(inside))]
         go = workdir / f"go-{r}"
         errs = [open(workdir / f"{who}-{r}.err", "w+")  # noqa: SIM115 - closed below
                 for who in [*(f"op{k}" for k in range(ops)),
@@ -184,7 +194,10 @@ def _judge_race(op: str, db: Path | str, n: int, extra: int, victims: set[str],
         path = doc_path(i)
         have = next(iter(markers(now[path][0])), "?") if path in now else None
         written = content and i < n
-        if path in victims:
+        if op == "delete_many" and i < n:
+            if have is not None:
+                resurrected.append(f"{path}: {have} (deleted by delete_many)")
+        elif path in victims:
             # Deleted before the operation wrote it: the new version is right.
             if have is not None and not (written and have == NEW):
                 resurrected.append(f"{path}: {have}")
@@ -192,8 +205,9 @@ def _judge_race(op: str, db: Path | str, n: int, extra: int, victims: set[str],
             lost.append(f"{path}: {have}")
     counts = check_store(db)
     damage = [f"{k}={v}" for k, v in counts.items() if v and k != "documents"]
-    if op == "reembed":
+    if op in ("reembed", "restamp"):
         damage += vectors_match(db)[:3]
+    if op == "reembed":
         dim = embedder_dim(db)
         damage += [f"dim {dim} after reembed"] if dim != 32 else []
     if op == "hype":

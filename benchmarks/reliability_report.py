@@ -51,6 +51,7 @@ _INTRO = {
 
 def render(results: dict[str, Any], backend: str = "sqlite") -> str:
     out = list(_INTRO[backend])
+    out += [f"Runs: {results['run']['note']}", ""] if results.get("run", {}).get("note") else []
     paths = results.get("paths", {})
     if paths:
         out += ["## SIGKILL at a random moment of each write path", "",

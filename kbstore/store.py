@@ -199,10 +199,20 @@ class KnowledgeStore:
         return self.delete_many([path]) > 0
 
     def delete_many(self, paths: Sequence[str]) -> int:
+        """Remove documents (by path) and everything derived from them;
+        returns how many were stored. Refuses, before deleting anything, a
+        single string or a path that is not text."""
         from .writer import Writer
 
+        if isinstance(paths, (str, bytes)):
+            raise TypeError(f"delete_many takes a list of paths, not one {type(paths).__name__}")
+        bad = next((p for p in paths if not isinstance(p, str)), None)
+        if bad is not None or None in paths:
+            raise TypeError(f"delete_many takes paths as text; got {type(bad).__name__} "
+                            f"{bad!r:.80}")
+        paths = list(dict.fromkeys(paths))  # a path named twice is deleted (and counted) once
         return Writer(self.backend, self.embedder or _NoEmbedder(), self.hype,
-                      self.settings.batch_size).delete(list(paths))
+                      self.settings.batch_size).delete(paths)
 
     def import_directory(self, workspace: str | os.PathLike[str], *,
                          prune: bool | None = None, batch_size: int | None = None,
@@ -278,10 +288,15 @@ class KnowledgeStore:
 
     def restamp(self, embedder: Embedder) -> int:
         """Record ``embedder`` for a file whose fingerprint was lost and embed
-        every document with it (documents and questions are kept)."""
-        self.backend.restamp(embedder.fingerprint())
+        every document with it (documents and questions are kept). The new
+        vectors and the fingerprint are switched in together, as by
+        :meth:`reembed`: a failure or a kill until then leaves the file as it was."""
+        from .reembed import reembed
+
+        done = reembed(self.backend, embedder, batch_size=self.settings.batch_size)
         self._set_embedder(embedder, follow=False)
-        return self.refresh()
+        self.backend.checkpoint()
+        return done
 
     def refresh(self, progress: Progress | None = None) -> int:
         """Make every document's derived data current without the LLM (missing

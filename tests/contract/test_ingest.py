@@ -367,3 +367,27 @@ def test_cli_import_names_each_deleted_document(run_cli, location, tmp_path: Pat
     assert result.exit_code == 0
     assert result.stderr.strip() == ("deleting 2 document(s) whose files are gone: "
                                      "domains/note-0.md, domains/note-1.md")
+
+
+@pytest.mark.parametrize("bad", [b"projects/a.md", ["projects/a.md"], None, 3])
+def test_delete_many_refuses_a_path_that_is_not_text_before_deleting(
+        store: KnowledgeStore, bad: Any) -> None:
+    store.upsert("projects/a.md", title="A", body="alpha")
+    store.upsert("projects/b.md", title="B", body="beta")
+    with pytest.raises(TypeError, match=r"paths as text.*(bytes|list|NoneType|int)"):
+        store.delete_many(["projects/a.md", bad])
+    assert sorted(store.paths()) == ["projects/a.md", "projects/b.md"]  # nothing deleted
+
+
+def test_delete_many_refuses_one_string_for_a_list(store: KnowledgeStore) -> None:
+    store.upsert("projects/a.md", title="A", body="alpha")
+    with pytest.raises(TypeError, match="a list of paths"):
+        store.delete_many("projects/a.md")  # type: ignore[arg-type]
+    assert store.paths() == ["projects/a.md"]
+
+
+def test_delete_many_counts_a_path_named_twice_once(store: KnowledgeStore) -> None:
+    store.upsert("projects/a.md", title="A", body="alpha")
+    store.upsert("projects/b.md", title="B", body="beta")
+    assert store.delete_many(["projects/a.md", "projects/a.md", "projects/none.md"]) == 1
+    assert store.paths() == ["projects/b.md"] and diagnose(store).ok

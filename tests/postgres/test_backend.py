@@ -256,3 +256,32 @@ def test_an_empty_schema_is_refused_by_writers_that_never_create(pg_url: str, ru
                      "WHERE table_schema = current_schema()") == []
     result = run_cli("init", "--db", url, "--embedder", "fake")
     assert result.exit_code == 0, result.output
+
+
+def test_a_lost_fingerprint_is_recorded_again_in_one_switch(kb_url: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """doctor --fix --embedder on PostgreSQL: an embedder failing while the
+    vectors are made leaves the store as it was; the next run records the
+    fingerprint with every vector."""
+    with KnowledgeStore.open(kb_url, hype=False) as store:
+        before = store.status()
+    _sql(kb_url, "DELETE FROM meta WHERE key = %s", "embedder")
+
+    class FailsAfterCheck(FakeEmbedder):
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            if texts != ["kbstore embedder check"]:
+                raise RuntimeError("embedder went away")
+            return super().embed_documents(texts)
+
+    with KnowledgeStore.open(kb_url, hype=False) as store, \
+            pytest.raises(RuntimeError, match="went away"):
+        store.restamp(FailsAfterCheck(64))
+    assert _sql(kb_url, "SELECT 1 FROM meta WHERE key = %s", "embedder") == []
+    with KnowledgeStore.open(kb_url, hype=False) as store:
+        assert store.status()["vectors"] == before["vectors"]
+    fixed = run_cli("doctor", "--db", kb_url, "--fix", "--embedder", "fake")
+    assert fixed.exit_code == 0, fixed.output
+    assert f"embedded {before['documents']} document(s)" in fixed.output
+    with KnowledgeStore.open(kb_url, hype=False) as store:
+        assert store.status()["embedder"] == FakeEmbedder(64).fingerprint()
+        assert store.status()["vectors"] == before["vectors"]
+        assert diagnose(store).ok

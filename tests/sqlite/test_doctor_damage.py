@@ -343,3 +343,39 @@ def test_doctor_without_fix_leaves_a_damaged_file_byte_identical(kb: KnowledgeSt
     before = file_state(db_path)
     assert run_cli("doctor", "--db", db_path).exit_code == 1
     assert file_state(db_path) == before
+
+
+class _FailsAfter(FakeEmbedder):
+    """A fake embedder whose document embedding fails after ``calls`` calls."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__(64)
+        self.left = calls
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        if self.left == 0:
+            raise RuntimeError("embedder went away")
+        self.left -= 1
+        return super().embed_documents(texts)
+
+
+def test_a_restamp_that_fails_midway_leaves_the_file_as_it_was(kb: KnowledgeStore) -> None:
+    """Recording a fingerprint again switches every vector in one go: an
+    embedder failing (or a kill) after the first batch leaves the store
+    without a fingerprint and with its vectors, not with every vector gone."""
+    _sql(kb, "DELETE FROM meta WHERE key = 'embedder'")
+    location = kb.location
+    kb.close()
+    with KnowledgeStore.open(location, hype=False) as store:
+        with pytest.raises(RuntimeError, match="embedder went away"):
+            store.restamp(_FailsAfter(1))  # the first call is the embedder's check
+    with KnowledgeStore.open(location, hype=False) as store:
+        conn = raw(store)
+        assert conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone() is None
+        assert conn.execute("SELECT count(*) FROM vector_data").fetchone()[0] == 12
+        assert conn.execute("SELECT count(*) FROM derived WHERE kind IN "
+                            "('doc_vector', 'hype_vectors')").fetchone()[0] == 6
+    with KnowledgeStore.open(location, hype=False) as store:
+        assert store.restamp(FakeEmbedder(64)) == 3
+        assert diagnose(store).ok
+        assert store.status()["vectors"] == 12

@@ -8,18 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from benchmarks.reliability_path_inputs import make_v3_file
 from kbstore import FakeEmbedder, KnowledgeStore
-from kbstore import migrations as migration_files
-from kbstore.backends.sqlite import migrations as sqlite_migrations
 from kbstore.doctor import diagnose
 from kbstore.hype_jobs import run_hype
-from kbstore.ingest import make_document
-from kbstore.model import embedding_text, fingerprint_id
 
-from .util import SLOTS, connect_file, doc_id, raw
+from .util import connect_file, doc_id, raw
 
 V3_TRIGGERS = {"hype_questions_fts_ai", "hype_questions_fts_ad", "hype_questions_fts_au",
                "documents_fts_ai", "titles_fts_ai", "documents_tags_ai"}
@@ -38,48 +34,7 @@ NEW_QUESTIONS = "Which heddle hook fits?\nHow long is the warp?"
 
 
 def _make_v3_file(path: Path) -> None:
-    """A schema-v3 file as kbstore's v3 code left it: the v3 steps applied by
-    the runner, then each document, question and vector written with the
-    statements v3 used, so its triggers made the index rows."""
-    real_steps = migration_files.steps
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sqlite_migrations, "steps", lambda backend: real_steps(backend)[:3])
-        mp.setattr(sqlite_migrations, "SCHEMA_VERSION", 3)
-        with KnowledgeStore.open(path, FakeEmbedder(64), hype=False) as store:
-            assert store.status()["schema_version"] == 3  # schema, meta, empty vec0 table
-    embedder = FakeEmbedder(64)
-    fp = fingerprint_id(embedder.fingerprint())
-    conn = connect_file(path)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        for path_, title, tags, body, questions in V3_DOCUMENTS:
-            doc = make_document(path_, title=title, body=body, tags=tags)
-            did = conn.execute(
-                "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "
-                "content_hash, extra, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?)",
-                (doc.title, json.dumps(doc.tags), doc.body, doc.topic, doc.doc_type,
-                 doc.created, doc.updated, doc.content_hash(), doc.path)).lastrowid
-            vectors = [embedder.embed_documents([embedding_text(title, doc.tags, body)])[0],
-                       *embedder.embed_queries(questions)]
-            for slot, vector in enumerate(vectors):
-                blob = np.asarray(vector, np.float32).tobytes()
-                conn.execute("INSERT INTO vectors (vector_id, kind, embedding_bits, doc_id, "
-                             "topic, doc_type) VALUES (?, ?, vec_quantize_binary(?), ?, ?, ?)",
-                             (did * SLOTS + slot, "doc" if slot == 0 else "hype", blob, did,
-                              doc.topic, doc.doc_type))
-                conn.execute("INSERT INTO vector_data (vector_id, doc_id, embedding) "
-                             "VALUES (?, ?, ?)", (did * SLOTS + slot, did, blob))
-            for position, question in enumerate(questions, start=1):
-                conn.execute("INSERT INTO hype_questions (doc_id, position, question) "
-                             "VALUES (?, ?, ?)", (did, position, question))
-            for kind, chash, model in (("doc_vector", doc.vector_hash(), fp),
-                                       ("hype_questions", doc.hype_hash(), LLM_MODEL),
-                                       ("hype_vectors", doc.hype_hash(), fp)):
-                conn.execute("INSERT INTO derived (doc_id, kind, content_hash, model) "
-                             "VALUES (?, ?, ?, ?)", (did, kind, chash, model))
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
+    make_v3_file(path, V3_DOCUMENTS, LLM_MODEL)
 
 
 def _index_rows(conn) -> dict[str, list]:  # type: ignore[no-untyped-def]

@@ -204,12 +204,6 @@ class PostgresBackend:
         self.conn.execute("DELETE FROM derived WHERE kind IN (%s, %s, %s)",
                           (DOC_VECTOR, HYPE_VECTORS, CHUNK_VECTORS))
 
-    def restamp(self, fingerprint: dict[str, Any]) -> None:
-        self._writable()
-        with write_transaction(self.conn, self.schema, exclusive=True):
-            self._set_meta("embedder", fingerprint)
-            self._reshape(_rebuild.check_dim(fingerprint.get("dim")))
-
     # -- reading ---------------------------------------------------------------------
 
     def get(self, path: str) -> Document | None:

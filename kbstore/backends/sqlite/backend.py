@@ -197,15 +197,6 @@ class SQLiteBackend:
             _vectors.stage_drop(self.conn)
         return fingerprint
 
-    def restamp(self, fingerprint: dict[str, Any]) -> None:
-        """Record ``fingerprint`` for a file whose own was lost, dropping every
-        vector (they are rebuilt by re-embedding). Documents are kept."""
-        self._writable()
-        with transaction(self.conn):
-            self._set_meta("embedder", fingerprint)
-            _vectors.create_table(self.conn, _vectors.check_dim(fingerprint.get("dim")))
-            self._forget_vectors()
-
     def _forget_vectors(self) -> None:
         """Every vector and chunk row gone, with the hash rows that claim them."""
         self.conn.execute("DELETE FROM vector_data")
