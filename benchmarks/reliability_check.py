@@ -59,9 +59,11 @@ def damaged_ids(conn: Any) -> tuple[int, dict[str, set[int]]]:
         floats = {r[0]: (r[1], r[2]) for r in conn.execute(
             "SELECT vector_id, doc_id, length(embedding) FROM vector_data")}
         # schema v5: each float copy carries its sign bits (bit i, LSB first
-        # in each byte, set when component i > 0), what the search scans
+        # in each byte, set when component i > 0), what the search scans; an
+        # older file (a migrate killed before it committed) has no such column
+        has_bits = any(r[1] == "bits" for r in conn.execute("PRAGMA table_info(vector_data)"))
         sign_bits = {r[0]: (bytes(r[1]), r[2]) for r in conn.execute(
-            "SELECT vector_id, embedding, bits FROM vector_data")}
+            "SELECT vector_id, embedding, bits FROM vector_data")} if has_bits else {}
         questions = {(r[0], r[1]) for r in conn.execute(
             "SELECT doc_id, position FROM hype_questions")}
         derived = {(r[0], r[1]): (r[2], r[3], r[4]) for r in conn.execute(
