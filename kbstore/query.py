@@ -311,11 +311,11 @@ def parse_now(now: Any) -> str:
 
 
 def is_blank(query: str) -> bool:
-    """No letter, digit or symbol: only spaces, punctuation ("???", "...",
-    "-- --") and control or format characters. Such a query gives no word to
+    """No letter, digit or symbol: only spaces, punctuation ("???", "..."), lone combining marks
+    and control or format characters. Such a query gives no word to
     any text retriever and means nothing to an embedder: it is empty."""
-    return all(ch.isspace() or unicodedata.category(ch)[0] == "P"
-               or unicodedata.category(ch) in ("Cc", "Cf") for ch in query)
+    return not any(unicodedata.category(ch)[0] in "LNS" or unicodedata.category(ch) in (
+        "Co", "Cs", "Cn") for ch in query if not ch.isspace())
 
 
 def analyse(query: Any, vector: bytes | None, *, topic: Any = None, limit: Any = 10,

@@ -194,6 +194,7 @@ def test_any_value_of_a_secret_env_var_never_survives(secret: str, before: str, 
                                                       name: str) -> None:
     assume(not secret.startswith(("/", "~", "./")) and secret.strip() == secret)
     assume(secret.lower() not in ("disabled", "enabled", "default"))
+    assume(secret not in PLACEHOLDER)  # a piece of "[redacted]" is in every redacted text
     out = redact(before + secret + after, env={name: secret, "HOME": "/root"})
     assert secret not in out
 
