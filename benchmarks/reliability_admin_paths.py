@@ -63,14 +63,9 @@ class DeleteMany(WritePath):
 
 class Init(WritePath):
     """``kbstore init`` making a new file: a kill leaves no file, an empty
-    one, or a whole store -- or (counted apart, see ``extra_stats``) the
-    schema without a fingerprint and vector table, which `kbstore search`
-    cannot read; ``kbstore init`` again gives a healthy store."""
-
-    def setup(self) -> None:
-        # Kills that left the schema without a fingerprint or vector table
-        # (init's second transaction never ran): not a store yet, counted apart.
-        self.extra_stats = {"schema_without_fingerprint": 0}
+    one, or a whole store (schema, fingerprint, fusion defaults and vector
+    table commit in one transaction). The schema without a fingerprint or
+    vector table is a half-made store: counted bad."""
 
     def prepare(self, gen: int) -> None:
         for suffix in ("", "-wal", "-shm"):
@@ -91,9 +86,8 @@ class Init(WritePath):
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
             fp = "meta" in tables and conn.execute(
                 "SELECT 1 FROM meta WHERE key = 'embedder'").fetchone() is not None
-        if "documents" in tables and "vectors" not in tables and not fp:
-            self.extra_stats["schema_without_fingerprint"] += 1
-            return 0, [], []
+        if "documents" in tables and ("vectors" not in tables or not fp):
+            return 0, [f"schema without {'a fingerprint' if not fp else 'the vector table'}"], []
         return self._store_state()
 
     def _store_state(self) -> tuple[int, list[str], list[str]]:

@@ -33,7 +33,8 @@ class SchemaOutdatedError(KBStoreError):
 
 
 class NotInitializedError(KBStoreError):
-    """The database has documents but no embedder fingerprint."""
+    """The database has no embedder fingerprint: documents stored without one
+    (damage, for doctor), or an empty schema from an init that did not finish."""
 
 
 class EmbedderMismatchError(KBStoreError):

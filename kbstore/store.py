@@ -79,18 +79,32 @@ class KnowledgeStore:
         """
         settings = settings or Settings.from_env()
         mode = "read" if read_only else "create" if create else "write"
-        backend = open_backend(location, mode=mode, settings=settings)
+        options = {"model_dir": settings.nomic_model_dir, **embedder_options}
+        made: list[Embedder] = []
+
+        def stamp() -> tuple[dict[str, Any], dict[str, Any]]:
+            # a new database: stamped in the transaction that makes its schema
+            made.append(cls._choose(embedder, options))
+            return made[0].fingerprint(), _query.new_database_defaults(made[0])
+
+        backend = open_backend(location, mode=mode, settings=settings, stamp=stamp)
         try:
             from .hype import HypeConfig
 
-            options = {"model_dir": settings.nomic_model_dir, **embedder_options}
-            resolved, follow = cls._resolve(backend, embedder, options, read_only)
+            resolved, follow = cls._resolve(backend, made[0] if made else embedder, options,
+                                            read_only)
             config = HypeConfig(enabled=settings.hype_enabled if hype is None else bool(hype),
                                 model=hype_model or settings.hype_model)
             return cls(backend, resolved, config, settings, follow_fingerprint=follow)
         except BaseException:
             backend.close()
             raise
+
+    @staticmethod
+    def _choose(embedder: Embedder | str | None, options: dict[str, Any]) -> Embedder:
+        if isinstance(embedder, Embedder):
+            return embedder
+        return get_embedder(embedder or DEFAULT_EMBEDDER, **options)
 
     @staticmethod
     def _resolve(backend: Backend, embedder: Embedder | str | None, options: dict[str, Any],
@@ -102,8 +116,13 @@ class KnowledgeStore:
             log.warning("%s has documents but no embedder fingerprint: searching text only; "
                         "`kbstore doctor --fix --embedder NAME` repairs it", backend.location)
             return None, False
-        chosen = get_embedder(embedder or DEFAULT_EMBEDDER, **options) \
-            if not isinstance(embedder, Embedder) else embedder
+        if read_only and stored is None and backend.vector_dim() is None:
+            # only a store made before init was atomic can be left like this
+            raise NotInitializedError(
+                f"{backend.location} holds kbstore's schema but no embedder and no vector "
+                "table (a `kbstore init` that did not finish); read commands never modify a "
+                f"store: run `kbstore init --db {backend.location}` to finish it")
+        chosen = KnowledgeStore._choose(embedder, options)
         if read_only:
             if stored is not None and not same_model(stored, chosen.fingerprint()):
                 raise EmbedderMismatchError(_mismatch(backend.location, stored, chosen))

@@ -10,7 +10,7 @@ from ..errors import BackendUnavailableError
 from ..settings import Settings
 
 if TYPE_CHECKING:
-    from .base import Backend
+    from .base import Backend, Stamp
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -30,14 +30,16 @@ def _postgres() -> Any:
 
 
 def open_backend(location: str | os.PathLike[str], *, mode: str = "create",
-                 settings: Settings | None = None) -> Backend:
+                 settings: Settings | None = None, stamp: Stamp | None = None) -> Backend:
     """``mode``: 'create' (may create the database), 'write' (must exist) or
-    'read' (never creates, converts or modifies anything)."""
+    'read' (never creates, converts or modifies anything). ``stamp``: what a
+    database created by this open is stamped with, in the transaction that
+    creates its schema."""
     if is_url(location):
-        return _postgres().open(str(location), mode=mode, settings=settings)
+        return _postgres().open(str(location), mode=mode, settings=settings, stamp=stamp)
     from .sqlite import SQLiteBackend
 
-    return SQLiteBackend.open(location, mode=mode, settings=settings)
+    return SQLiteBackend.open(location, mode=mode, settings=settings, stamp=stamp)
 
 
 def schema_of(location: str | os.PathLike[str], settings: Settings | None = None) -> Any:

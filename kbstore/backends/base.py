@@ -13,17 +13,25 @@ Contract (tested by tests/contract/ against every backend):
   writer's.
 - Document keys are never reused.
 - A backend opened read-only never creates, converts or modifies anything.
+- Creating a database (``open`` in mode 'create' on nothing) is atomic: the
+  schema and, when ``stamp`` is given, the embedder fingerprint, fusion
+  defaults and vector table commit together (a killed ``kbstore init``
+  leaves nothing or a whole store).
 - ``search`` runs ONE statement; ``shell_script`` prints what a user can
   run in the backend's own shell to get the same ranking.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ..model import Applied, Change, Check, Chunks, Document, Hit, SearchRequest, Stored
+
+# What a new database is stamped with when ``open`` creates it: called only
+# then, it returns (embedder fingerprint, fusion defaults).
+Stamp = Callable[[], "tuple[dict[str, Any], dict[str, Any]]"]
 
 
 class Backend(Protocol):

@@ -35,6 +35,7 @@ def init(db_path: str, embedder: str, dim: int | None, inference_mode: str) -> N
         options["inference_mode"] = inference_mode
     chosen = get_embedder(embedder, **options)  # bad --dim fails before a file exists
     new_file = not is_url(db_path) and not os.path.exists(os.path.expanduser(db_path))
+    made = new_file or not _is_store(db_path)
     try:
         with open_store(db_path, create=True, embedder=chosen) as store:
             info = store.status()
@@ -45,9 +46,21 @@ def init(db_path: str, embedder: str, dim: int | None, inference_mode: str) -> N
                     os.unlink(os.path.expanduser(db_path) + suffix)
         raise
     fp = info["embedder"]
-    click.echo(f"{'initialised' if new_file else 'checked'} {info['path']}: schema "
+    click.echo(f"{'initialised' if made else 'checked'} {info['path']}: schema "
                f"v{info['schema_version']}, embedder {fp['name']} ({fp['model']}, "
                f"{fp['dim']} dims), {info['documents']} document(s)")
+
+
+def _is_store(db_path: str) -> bool:
+    """Whether a whole store is there already (not nothing, an empty file, or
+    the schema of an init that did not finish)."""
+    from ..errors import DatabaseNotFoundError, NotAKnowledgeBaseError, NotInitializedError
+
+    try:
+        with open_store(db_path, read_only=True):
+            return True
+    except (DatabaseNotFoundError, NotAKnowledgeBaseError, NotInitializedError):
+        return False
 
 
 @cli.command()

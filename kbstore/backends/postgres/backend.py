@@ -7,7 +7,7 @@ the design in DESIGN.md."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Imported here, not lazily: without the optional extra, opening a URL fails
 # at once with the factory's message naming it (kbstore.backends).
@@ -53,6 +53,9 @@ from .connection import (
     write_transaction,
 )
 
+if TYPE_CHECKING:
+    from ..base import Stamp
+
 MAX_QUESTIONS = 31  # hype_questions.position 1..31, as in SQLite
 
 
@@ -77,12 +80,17 @@ class PostgresBackend:
         self.read_only = read_only
 
     @classmethod
-    def open(cls, location: str, *, mode: str = "create",
-             settings: Settings | None = None) -> PostgresBackend:
+    def open(cls, location: str, *, mode: str = "create", settings: Settings | None = None,
+             stamp: Stamp | None = None) -> PostgresBackend:
         target = parse(location)
         conn = connect(target, read_only=mode == "read", settings=settings)
+
+        def stamp_new(new: Any) -> None:  # in the transaction that makes the schema
+            if stamp is not None:
+                cls(new, target, read_only=False).initialize(*stamp())
+
         try:
-            cls._prepare(conn, target, mode)
+            cls._prepare(conn, target, mode, stamp_new)
             use_knowledge_base(conn, target.schema)
         except BaseException:
             conn.close()
@@ -90,7 +98,7 @@ class PostgresBackend:
         return cls(conn, target, read_only=mode == "read")
 
     @staticmethod
-    def _prepare(conn: Any, target: Target, mode: str) -> None:
+    def _prepare(conn: Any, target: Target, mode: str, on_create: Any) -> None:
         """Refuse what is not ours or too new; migrate unless read-only."""
         where = f"{target.location} (knowledge base {target.kb!r}, schema {target.schema})"
         exists = schema_exists(conn, target.schema)
@@ -108,7 +116,7 @@ class PostgresBackend:
             raise NotAKnowledgeBaseError(f"{where} is empty, not a kbstore knowledge base yet; "
                                          "create it with `kbstore init`")
         if mode != "read":
-            _migrate.ensure_schema(conn, target.schema)
+            _migrate.ensure_schema(conn, target.schema, on_create=on_create)
         elif current.pending:
             raise SchemaOutdatedError(
                 f"{where} has schema version {current.version}; this kbstore needs "

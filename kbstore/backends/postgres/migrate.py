@@ -122,8 +122,10 @@ def _refold(conn: Any) -> None:
 AFTER_STEP = {"0004_python_case_fold": _refold}
 
 
-def ensure_schema(conn: Any, schema: str) -> list[str]:
+def ensure_schema(conn: Any, schema: str, on_create: Any = None) -> list[str]:
     """Apply pending steps to ``schema`` and return their names.
+    ``on_create(conn)`` runs in the same transaction when the schema had no
+    steps before (a new knowledge base's embedder stamp and vector table).
 
     ``conn`` must not be inside a transaction. The fast path (up to date)
     takes no lock and writes nothing."""
@@ -160,4 +162,6 @@ def ensure_schema(conn: Any, schema: str) -> list[str]:
                 "FROM {}").format(sql.Identifier(MIGRATIONS_TABLE),
                                  sql.Identifier(MIGRATIONS_TABLE)), (name,))
             done.append(name)
+        if on_create is not None and not current.applied:
+            on_create(conn)
     return done

@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import (
     EmbedderChangedError,
@@ -52,6 +52,9 @@ from .connection import (
 )
 from .pending import PendingRows
 
+if TYPE_CHECKING:
+    from ..base import Stamp
+
 _DOC_COLUMNS = "id, path, title, body, tags, topic, doc_type, created, updated, extra"
 _ERROR_CHARS = 500
 
@@ -77,8 +80,13 @@ class SQLiteBackend:
 
     @classmethod
     def open(cls, location: str | os.PathLike[str], *, mode: str = "create",
-             settings: Settings | None = None) -> SQLiteBackend:
+             settings: Settings | None = None, stamp: Stamp | None = None) -> SQLiteBackend:
         path = Path(location).expanduser()
+
+        def stamp_new(new: Connection) -> None:  # in the transaction that makes the schema
+            if stamp is not None:
+                cls(new, path, read_only=False).initialize(*stamp())
+
         conn = connect(path, mode=mode, settings=settings)
         try:
             _migrations.check_ours(conn, str(path))
@@ -94,7 +102,7 @@ class SQLiteBackend:
                     enable_writes(conn, settings)
                 except database_errors() as exc:
                     raise write_refused(exc, path) from exc
-                if _migrations.migrate(conn, str(path)):
+                if _migrations.migrate(conn, str(path), on_create=stamp_new):
                     # The connection that ran the migration runner re-prepares
                     # the search statement at every execution inside a
                     # transaction (~22,000 authorizer calls, 50-100 ms per

@@ -11,7 +11,7 @@ sqlite-utils is imported only when something is pending (~0.7 s).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ...errors import NotAKnowledgeBaseError, SchemaTooNewError
 from ...migrations import MIGRATION_SET, schema_version, steps  # package-dir mapped
@@ -99,9 +99,13 @@ def _migration_set() -> Any:
     return migrations
 
 
-def migrate(conn: Connection, location: str) -> list[str]:
+def migrate(conn: Connection, location: str,
+            on_create: Callable[[Connection], None] | None = None) -> list[str]:
     """Apply pending migrations (one transaction) and return their names.
-    Refuses, without writing, a schema newer than this code."""
+    Refuses, without writing, a schema newer than this code. ``on_create``
+    runs in the same transaction when the file had no schema before (a new
+    store's embedder stamp and vector table), so a kill leaves either
+    nothing or a whole store."""
     if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
         current = state(conn)  # fast path: nothing to import, nothing to lock
         refuse_if_newer(conn, current)
@@ -119,6 +123,8 @@ def migrate(conn: Connection, location: str) -> list[str]:
             if not current.pending:
                 return []
             _migration_set().apply(Database(conn, execute_plugins=False))
+            if on_create is not None and not current.applied:
+                on_create(conn)
             broken = conn.execute("PRAGMA foreign_key_check").fetchall()
             if broken:
                 raise RuntimeError(f"migration left {len(broken)} foreign key violation(s): "
