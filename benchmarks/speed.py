@@ -106,20 +106,21 @@ def measure_arms(store: Any, index: Any, queries: list[str], qvecs: np.ndarray,
 PINNED_QUERIES = 1000
 
 
-def real_queries(count: int, seed: int = 5) -> np.ndarray:
+def real_queries(count: int, seed: int = 5, cache_dir: Path = CACHE) -> np.ndarray:
     """Real MiniLM vectors from the pool, drawn once and pinned in the cache
-    (``real-queries-seed<seed>.npy``): the pool is every cached MiniLM vector
-    and grows whenever a quality run embeds new text (chunks, questions), which
-    would otherwise draw other queries and move the recall figures between runs."""
-    pinned = CACHE / f"real-queries-seed{seed}.npy"
+    (``real-queries-seed<seed>.npy`` in ``cache_dir``): the pool is every cached
+    MiniLM vector and grows whenever a quality run embeds new text (chunks,
+    questions), which would otherwise draw other queries and move the recall
+    figures between runs."""
+    pinned = cache_dir / f"real-queries-seed{seed}.npy"
     if pinned.exists():
         saved = np.load(pinned)
         if len(saved) >= count:
             return saved[:count]
-    pool = real_pool(CACHE.parent)
+    pool = real_pool(cache_dir.parent)
     rng = np.random.default_rng(seed)
     drawn = pool[rng.choice(len(pool), size=max(count, PINNED_QUERIES), replace=False)]
-    CACHE.mkdir(parents=True, exist_ok=True)
+    cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = pinned.with_name(f"{pinned.stem}.tmp.{os.getpid()}.npy")
     np.save(tmp, drawn)
     tmp.replace(pinned)
@@ -277,7 +278,7 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     docs = load_docs(n, args.dim, args.cache_dir, args.source)
     index = SeedIndex.load(docs, where["npz"])
     del docs
-    qvecs = (real_queries(count) if args.source == "real"
+    qvecs = (real_queries(count, cache_dir=args.cache_dir) if args.source == "real"
              else query_vectors(index.vectors, index.hype_vectors, count))
     store = KnowledgeStore.open(where["db"], PrecomputedEmbedder(args.dim), hype=False)
     try:
