@@ -53,6 +53,7 @@ class KnowledgeStore:
         self._follow = follow_fingerprint
         self._fp = fingerprint_id(embedder.fingerprint()) if embedder is not None else None
         self._search_prepared = False  # SQLite: statement compiled before the model loads
+        self.created = False  # this open made the database, or stamped an unstamped one
         stored = backend.get_meta("fusion")
         if stored is not None and not isinstance(stored, dict):
             log.warning("%s: stored fusion defaults are malformed (ignored; `kbstore doctor "
@@ -91,11 +92,15 @@ class KnowledgeStore:
         try:
             from .hype import HypeConfig
 
+            unstamped = backend.fingerprint() is None
             resolved, follow = cls._resolve(backend, made[0] if made else embedder, options,
                                             read_only)
             config = HypeConfig(enabled=settings.hype_enabled if hype is None else bool(hype),
                                 model=hype_model or settings.hype_model)
-            return cls(backend, resolved, config, settings, follow_fingerprint=follow)
+            store = cls(backend, resolved, config, settings, follow_fingerprint=follow)
+            # made here, or stamped here (an empty file; an older init's half-made store)
+            store.created = bool(made) or (unstamped and backend.fingerprint() is not None)
+            return store
         except BaseException:
             backend.close()
             raise

@@ -127,3 +127,55 @@ def test_a_half_made_store_gets_a_clear_error_and_init_finishes_it(
         assert [h.path for h in store.search("deploy checklist")] == ["notes/deploy.md"]
         assert json.dumps(store.status()["embedder"], sort_keys=True) == json.dumps(
             FakeEmbedder(16).fingerprint(), sort_keys=True)
+
+
+def test_racing_inits_make_one_store_and_say_which_made_it(
+        new_location: tuple[str, str]) -> None:
+    _, location = new_location
+    argv = [sys.executable, "-m", "kbstore", "init", "--db", location, "--embedder", "fake",
+            "--dim", "16"]
+    runs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(3)]
+    outputs = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], outputs
+    said = sorted(out.split()[0] for out, _ in outputs)
+    assert said == ["checked", "checked", "initialised"], outputs
+    with KnowledgeStore.open(location, read_only=True) as store:
+        assert store.status()["embedder"] == FakeEmbedder(16).fingerprint()
+
+
+def test_a_failed_init_never_deletes_a_store_another_process_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbstore.cli.admin as admin
+
+    db = tmp_path / "kb.sqlite"
+    real_open = admin.open_store
+
+    def another_process_wins_then_this_one_fails(path: str, **kwargs):
+        with real_open(path, create=True, embedder=FakeEmbedder(16)) as store:
+            store.upsert("notes/keep.md", title="keep", body="made by the other process")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(admin, "open_store", another_process_wins_then_this_one_fails)
+    result = CliRunner().invoke(cli, ["init", "--db", str(db), "--embedder", "fake",
+                                      "--dim", "16"])
+    assert result.exit_code != 0
+    monkeypatch.undo()
+    with KnowledgeStore.open(db, read_only=True) as store:
+        assert store.get("notes/keep.md") is not None
+
+
+def test_a_failed_init_removes_the_file_it_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbstore.backends.sqlite.vectors as vectors
+
+    db = tmp_path / "kb.sqlite"
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(vectors, "create_table", fail)
+    result = CliRunner().invoke(cli, ["init", "--db", str(db), "--embedder", "fake",
+                                      "--dim", "16"])
+    assert result.exit_code != 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

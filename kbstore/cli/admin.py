@@ -35,12 +35,14 @@ def init(db_path: str, embedder: str, dim: int | None, inference_mode: str) -> N
         options["inference_mode"] = inference_mode
     chosen = get_embedder(embedder, **options)  # bad --dim fails before a file exists
     new_file = not is_url(db_path) and not os.path.exists(os.path.expanduser(db_path))
-    made = new_file or not _is_store(db_path)
     try:
         with open_store(db_path, create=True, embedder=chosen) as store:
             info = store.status()
+            made = store.created
     except BaseException:
-        if new_file:  # never leave a half-made file behind
+        # Never leave a half-made file behind -- nor delete a store another
+        # process made at this path meanwhile (its schema is committed).
+        if new_file and _holds_nothing(os.path.expanduser(db_path)):
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.expanduser(db_path) + suffix)
@@ -51,15 +53,21 @@ def init(db_path: str, embedder: str, dim: int | None, inference_mode: str) -> N
                f"{fp['dim']} dims), {info['documents']} document(s)")
 
 
-def _is_store(db_path: str) -> bool:
-    """Whether a whole store is there already (not nothing, an empty file, or
-    the schema of an init that did not finish)."""
-    from ..errors import DatabaseNotFoundError, NotAKnowledgeBaseError, NotInitializedError
+def _holds_nothing(path: str) -> bool:
+    """Whether the SQLite file at ``path`` has no committed schema (unreadable
+    counts as something: it is kept)."""
+    import sqlite3
+    from urllib.parse import quote
 
+    if not os.path.exists(path):
+        return False
     try:
-        with open_store(db_path, read_only=True):
-            return True
-    except (DatabaseNotFoundError, NotAKnowledgeBaseError, NotInitializedError):
+        conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        finally:
+            conn.close()
+    except sqlite3.Error:
         return False
 
 
