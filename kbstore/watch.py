@@ -42,7 +42,7 @@ from .ingest import (
     scan_workspace,
 )
 from .model import Document, Skipped
-from .removal import plan_removal
+from .removal import plan_removal, some_paths
 
 log = logging.getLogger("kbstore.watch")
 
@@ -304,11 +304,8 @@ class Watcher:
                                               workspace=self.workspace))
                 report.kept += len(removal.keep)
             if removal.delete:  # every deletion is named before it is made
-                shown = ", ".join(repr(rel) if not rel.isprintable() else rel
-                                  for rel in removal.delete[:20])
-                more = len(removal.delete) - 20
-                log.info("deleting %d document(s) whose files are gone: %s%s",
-                         len(removal.delete), shown, f" and {more} more" if more > 0 else "")
+                log.info("deleting %d document(s) whose files are gone: %s",
+                         len(removal.delete), some_paths(removal.delete))
             deleted = sum(int(self.store.delete(rel)) for rel in removal.delete)
             report.deleted += deleted
             if deleted:

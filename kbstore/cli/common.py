@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from ..errors import KBStoreError
+from ..removal import SHOWN, shown, some_paths  # noqa: F401  (listings)
 from ..settings import DB_ENV
 
 
@@ -159,21 +160,6 @@ def cli(verbose: bool) -> None:
         waiting.setLevel(waiting_before)
 
     click.get_current_context().call_on_close(restore)
-
-
-SHOWN = 10  # paths listed before "... and N more"
-
-
-def shown(path: str) -> str:
-    """A document path as a terminal line may show it: a name with a newline,
-    a carriage return or an escape sequence is quoted, so it can neither break
-    a listing nor overwrite what the line says."""
-    return path if path.isprintable() else repr(path)
-
-
-def some_paths(paths: list[str]) -> str:
-    more = f" ... and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
-    return ", ".join(shown(p) for p in paths[:SHOWN]) + more
 
 
 def hype_pending_hint(count: int, db_path: str) -> None:

@@ -120,6 +120,23 @@ def test_a_deletion_is_named_before_it_is_made(kb: Any) -> None:
     assert ("deleting 1 document(s) whose files are gone: domains/zebras.md", True) in seen
 
 
+def test_a_long_deletion_list_is_cut_like_every_other_listing(
+        kb: Any, caplog: pytest.LogCaptureFixture) -> None:
+    store, ws, watcher = kb
+    notes = [ws / f"knowledge/domains/zebra-{i:02}.md" for i in range(12)]
+    for i, note in enumerate(notes):
+        _write(note, f"Zebra {i}", f"Zebra {i} has quagga stripes.")
+    watcher.reconcile(notes)
+    for note in notes:
+        note.unlink()
+    with caplog.at_level(logging.INFO, logger="kbstore.watch"):
+        assert watcher.reconcile(notes).deleted == 12
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("deleting"))
+    assert line.startswith("deleting 12 document(s) whose files are gone: domains/zebra-00.md")
+    assert "domains/zebra-09.md" in line and "domains/zebra-10.md" not in line
+    assert line.endswith("... and 2 more")
+
+
 def test_rename_over_and_delete_then_create_are_edits(kb: Any) -> None:
     store, ws, watcher = kb
     note = ws / "knowledge/projects/picobot-memory-design.md"
