@@ -2,7 +2,16 @@
 
 Layout: ``vectors`` (N, D), ``doc_ids`` ('projects/x.md'), ``content_hashes``
 (md5 of the body), optional ``hype_vectors`` (M, D), ``hype_doc_ids``,
-``hype_questions``. The documents come from the workspace; a vector is reused
+``hype_questions``, and an optional ``fingerprint``: the JSON text of the
+embedder fingerprint the vectors were made with (kbstore's
+``{"name", "model", "dim", "document_prefix", "query_prefix"}``). picobot's
+own sidecar has none.
+
+The documents come from the workspace. The archive's vectors are reused only
+when they are known to come from the store's model: its fingerprint is the
+store's (:func:`kbstore.model.same_model`), or it has none and the caller
+vouches for them (``trust_vectors``; ``kbstore import-npz --trust-vectors``).
+A fingerprint of another model is never trusted. Then a vector is reused
 only when its document's current body still hashes to the npz hash and its
 dimension is the store's. Everything else is counted and left to the normal
 reconcile, which embeds it.
@@ -11,6 +20,7 @@ reconcile, which embeds it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import zipfile
 from collections.abc import Callable
@@ -22,7 +32,7 @@ import numpy as np
 
 from .errors import ExchangeError, InvalidDocumentError
 from .ingest import Document, parse_file, scan_workspace
-from .model import ImportReport
+from .model import ImportReport, fingerprint_id, same_model
 from .writer import Provided
 
 if TYPE_CHECKING:
@@ -46,6 +56,9 @@ class NpzReport:
     unknown: int = 0                  # in the npz, not in the workspace
     mismatched_dimension: int = 0     # vector size is not the store's
     invalid: int = 0                  # NaN/inf/zero vectors
+    untrusted: int = 0                # fresh, but the npz's embedder is unknown/another
+    untrusted_reason: str = ""        # why its vectors were not reused ('' = they were)
+    fingerprint: str = ""             # the embedder the npz names ('' = none recorded)
     not_in_npz: int = 0               # workspace documents the npz did not cover
     embedded: int = 0                 # document vectors the embedder computed
     reconcile: ImportReport = field(default_factory=ImportReport)
@@ -59,8 +72,9 @@ class NpzReport:
         return (f"npz entries {self.entries}: reused {self.imported_vectors} vectors and "
                 f"{self.imported_questions} HyPE questions, already current "
                 f"{self.already_current}, stale {self.stale}, unknown {self.unknown}, "
-                f"mismatched dimension {self.mismatched_dimension}, invalid {self.invalid}; "
-                f"not in npz {self.not_in_npz}; embedded {self.embedded}")
+                f"mismatched dimension {self.mismatched_dimension}, invalid {self.invalid}, "
+                f"untrusted {self.untrusted}; not in npz {self.not_in_npz}; "
+                f"embedded {self.embedded}")
 
 
 def body_md5(text: str) -> str:
@@ -140,8 +154,31 @@ def _load_npz(path: str | os.PathLike[str], allow_pickle: bool) -> dict[str, np.
         raise ExchangeError(f"{path} is not a readable npz file: {exc}") from exc
 
 
-def _read_npz(path: str | os.PathLike[str], allow_pickle: bool
-              ) -> tuple[np.ndarray, list[str], list[str], dict[str, list[tuple[str, Any]]]]:
+@dataclass
+class NpzArchive:
+    vectors: np.ndarray
+    doc_ids: list[str]
+    hashes: list[str]
+    questions: dict[str, list[tuple[str, Any]]]
+    fingerprint: dict[str, Any] | None  # None: the archive does not say
+
+
+def _fingerprint(path: str | os.PathLike[str], value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    flat = np.asarray(value).reshape(-1)
+    try:
+        theirs = json.loads(str(flat[0])) if flat.size == 1 else None
+    except ValueError:
+        theirs = None
+    if not isinstance(theirs, dict) or not isinstance(theirs.get("name"), str):
+        raise ExchangeError(f"{path}: 'fingerprint' is not the JSON text of an embedder "
+                            'fingerprint ({"name": ..., "model": ..., "dim": ...})')
+    return theirs
+
+
+def read_npz(path: str | os.PathLike[str], allow_pickle: bool = False) -> NpzArchive:
+    """The archive's arrays, checked; ExchangeError names what is wrong."""
     data = _load_npz(path, allow_pickle)
     missing = [k for k in ("vectors", "doc_ids", "content_hashes") if k not in data]
     if missing:
@@ -166,32 +203,29 @@ def _read_npz(path: str | os.PathLike[str], allow_pickle: bool
             if question.strip():
                 questions.setdefault(doc_id, []).append(
                     (question.strip(), None if qvecs is None else qvecs[i]))
-    return vectors, doc_ids, hashes, questions
+    return NpzArchive(vectors, doc_ids, hashes, questions,
+                      _fingerprint(path, data.get("fingerprint")))
 
 
 def _usable(vector: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(vector))) and bool(np.any(vector))
 
 
-def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
-               npz_path: str | os.PathLike[str], *, allow_pickle: bool = False,
-               prune: bool | None = None, batch_size: int | None = None,
-               before_delete: Callable[[list[str]], None] | None = None,
-               progress: Callable[[int], None] | None = None) -> NpzReport:
-    """Bring picobot's ``embeddings.npz`` into the store while reconciling it
-    with the workspace. Fresh vectors (same body md5, the store's dimension)
-    are reused; stale, unknown, mismatched and uncovered documents are
-    reported and embedded by the same write (which also calls the LLM for
-    HyPE if the store has it enabled and the npz brought no questions)."""
-    vectors, doc_ids, hashes, questions = _read_npz(npz_path, allow_pickle)
-    report = NpzReport(entries=len(doc_ids))
-    fingerprint = store.embedder.fingerprint()  # type: ignore[union-attr]
-    dim = int(store.embedder.dim)  # type: ignore[union-attr]
-    # Question vectors in the sidecar were embedded as documents (seed 000
-    # has one embed call); reusable as-is only if the store embeds documents
-    # and queries the same way. Otherwise keep the text, re-embed the vectors.
-    symmetric = fingerprint.get("document_prefix") == fingerprint.get("query_prefix")
+def untrusted_reason(theirs: dict[str, Any] | None, ours: dict[str, Any],
+                     trust_vectors: bool) -> str:
+    """Why an archive's vectors must not be mixed into a store embedding
+    with ``ours`` ('' when they may)."""
+    if theirs is None:
+        return "" if trust_vectors else (
+            "the npz records no embedder, so its vectors may come from another model "
+            f"than this store's {ours.get('model')} (--trust-vectors reuses them)")
+    if same_model(theirs, ours):
+        return ""
+    return (f"the npz's vectors were made by {fingerprint_id(theirs)}, not this store's "
+            f"{fingerprint_id(ours)}")
 
+
+def workspace_files(workspace: str | os.PathLike[str]) -> dict[str, tuple[Document, Path]]:
     files: dict[str, tuple[Document, Path]] = {}
     for rel, file, reason in scan_workspace(Path(workspace).expanduser()):
         if reason or file is None:
@@ -200,41 +234,91 @@ def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
             files[rel] = (parse_file(file, rel), file)
         except (InvalidDocumentError, OSError):
             continue
-    latest = {doc_id: i for i, doc_id in enumerate(doc_ids)}  # a repeated id: last wins
-    report.not_in_npz = sum(1 for rel in files if rel not in latest)
+    return files
 
+
+def sort_entries(archive: NpzArchive, files: dict[str, tuple[Document, Path]],
+                 ours: dict[str, Any], dim: int, trust_vectors: bool, report: NpzReport,
+                 reasons: dict[str, str] | None = None) -> dict[str, Provided]:
+    """What the archive provides for each workspace document, counting the
+    entries it cannot provide a vector for into ``report`` (and, per
+    document, why into ``reasons``)."""
+    report.entries = len(archive.doc_ids)
+    report.untrusted_reason = untrusted_reason(archive.fingerprint, ours, trust_vectors)
+    report.fingerprint = fingerprint_id(archive.fingerprint) if archive.fingerprint else ""
+    # Question vectors in the sidecar were embedded as documents (seed 000
+    # has one embed call); reusable as-is only if the store embeds documents
+    # and queries the same way. Otherwise keep the text, re-embed the vectors.
+    symmetric = ours.get("document_prefix") == ours.get("query_prefix")
+    latest = {doc_id: i for i, doc_id in enumerate(archive.doc_ids)}  # repeated: last wins
+    report.not_in_npz = sum(1 for rel in files if rel not in latest)
+    why = reasons if reasons is not None else {}
+    why.update({rel: "not in the npz" for rel in files if rel not in latest})
     provided: dict[str, Provided] = {}
-    for i, doc_id in enumerate(doc_ids):
+    vectors = archive.vectors
+    for i, doc_id in enumerate(archive.doc_ids):
         if latest[doc_id] != i:
             continue
         if doc_id not in files:
             report.unknown += 1
             continue
         doc, file = files[doc_id]
+        vector = np.asarray(vectors[i], dtype=np.float32)
         if vectors.shape[1] != dim:
             report.mismatched_dimension += 1
+            why[doc_id] = f"its npz vector has {vectors.shape[1]} dimensions, not {dim}"
             continue
-        vector = np.asarray(vectors[i], dtype=np.float32)
         if not _usable(vector):
             report.invalid += 1
+            why[doc_id] = "its npz vector is not usable (NaN, inf or zero)"
             continue
-        if hashes[i] not in _body_hashes(doc, file):
+        if archive.hashes[i] not in _body_hashes(doc, file):
             report.stale += 1
+            why[doc_id] = "its body changed since the npz was written"
             continue
-        qs = questions.get(doc_id, [])
+        qs = archive.questions.get(doc_id, [])
+        texts = [q for q, _ in qs] or None
+        if report.untrusted_reason:
+            report.untrusted += 1
+            why[doc_id] = report.untrusted_reason
+            if texts:
+                provided[doc_id] = Provided(None, texts, None)  # questions are text
+            continue
         qvecs = [v for _, v in qs]
         reuse_qvecs = (symmetric and bool(qs) and all(
             v is not None and np.asarray(v).shape == (dim,) and _usable(np.asarray(v))
             for v in qvecs))
-        provided[doc_id] = Provided(vector, [q for q, _ in qs] or None,
+        provided[doc_id] = Provided(vector, texts,
                                     [np.asarray(v, np.float32) for v in qvecs] if reuse_qvecs
                                     else None)
+    return provided
+
+
+def import_npz(store: KnowledgeStore, workspace: str | os.PathLike[str],
+               npz_path: str | os.PathLike[str], *, allow_pickle: bool = False,
+               trust_vectors: bool = False,
+               prune: bool | None = None, batch_size: int | None = None,
+               before_delete: Callable[[list[str]], None] | None = None,
+               progress: Callable[[int], None] | None = None) -> NpzReport:
+    """Bring picobot's ``embeddings.npz`` into the store while reconciling it
+    with the workspace. Fresh vectors (same body md5, the store's dimension,
+    from the store's model: see the module docstring for ``trust_vectors``)
+    are reused; stale, unknown, mismatched, untrusted and uncovered documents
+    are reported and embedded by the same write (which also calls the LLM for
+    HyPE if the store has it enabled and the npz brought no questions)."""
+    archive = read_npz(npz_path, allow_pickle)
+    report = NpzReport()
+    ours = store.embedder.fingerprint()  # type: ignore[union-attr]
+    dim = int(store.embedder.dim)  # type: ignore[union-attr]
+    provided = sort_entries(archive, workspace_files(workspace), ours, dim, trust_vectors,
+                            report)
     outcome = store.reconcile(workspace, prune=prune, batch_size=batch_size, provided=provided,
                               before_delete=before_delete, progress=progress)
     report.reconcile = outcome.report
     report.imported_vectors = outcome.reused_vectors
     report.imported_questions = outcome.imported_questions
     report.reused_question_vectors = outcome.reused_question_vectors
-    report.already_current = len(provided) - outcome.reused_vectors
+    report.already_current = sum(1 for p in provided.values()
+                                 if p.vector is not None) - outcome.reused_vectors
     report.embedded = report.reconcile.embedded
     return report

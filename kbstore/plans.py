@@ -29,6 +29,10 @@ class WritePlan:
     keep: list[str] = field(default_factory=list)  # would be deleted but are held back
     keep_reason: str = ""
     skipped: list[Skipped] = field(default_factory=list)
+    # import-npz: added/updated documents whose vector the archive provides,
+    # and why each other one would be embedded (reason -> documents)
+    reuse_vectors: int = 0
+    embed: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "skipped"}
@@ -71,6 +75,29 @@ def plan_import(store: Any, workspace: str | os.PathLike[str], *,
     compare(store, workspace_documents(root, seen, plan.skipped), plan)
     stored = store.paths() if store is not None else []
     _removal(plan, plan_missing(root, stored + plan.add, seen, plan.skipped, prune=prune))
+    return plan
+
+
+def plan_npz(store: Any, workspace: str | os.PathLike[str], archive: Any,
+             ours: dict[str, Any], dim: int, *, trust_vectors: bool = False,
+             prune: bool | None = None) -> WritePlan:
+    """What ``import_npz(store, workspace, npz, trust_vectors=)`` would do:
+    ``plan_import``'s counts, and for every document it would add or update
+    whether the archive's vector is reused or why it would be embedded.
+    ``ours``/``dim``: the fingerprint and dimension of the store's embedder."""
+    from .exchange_npz import NpzReport, sort_entries, workspace_files
+
+    plan = plan_import(store, workspace, prune=prune)
+    reasons: dict[str, str] = {}
+    provided = sort_entries(archive, workspace_files(workspace), ours, dim, trust_vectors,
+                            NpzReport(), reasons)
+    for path in plan.add + plan.update:
+        given = provided.get(path)
+        if given is not None and given.vector is not None:
+            plan.reuse_vectors += 1
+        else:
+            reason = reasons.get(path, "not in the npz")
+            plan.embed[reason] = plan.embed.get(reason, 0) + 1
     return plan
 
 

@@ -229,6 +229,11 @@ def print_plan(plan: Any, as_json: bool, why: str, keep_hint: str = "") -> None:
     for label, paths in (("add", plan.add), ("update", plan.update)):
         if paths:
             click.echo(f"  would {label} {len(paths)} document(s): {some_paths(paths)}")
+    if plan.reuse_vectors or plan.embed:
+        click.echo(f"  would reuse {plan.reuse_vectors} vector(s) from the file and embed "
+                   f"{sum(plan.embed.values())} document(s)")
+        for reason, count in sorted(plan.embed.items(), key=lambda kv: -kv[1]):
+            click.echo(f"    embed {count}: {reason}")
     if plan.delete:
         click.echo(f"  would delete {len(plan.delete)} document(s) {why}: "
                    f"{some_paths(plan.delete)}")

@@ -110,7 +110,26 @@ def _note_no_sections(workspace: str) -> None:
                "folders are documents", err=True)
 
 
-@cli.command()
+class _SearchCommand(click.Command):
+    """A query that starts with '-' reads as an option to click: say how to
+    pass it (after ``--``) under click's own error."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # click's parser consumes the list
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            import shlex
+
+            dashed = next((a for a in given if a.startswith("-") and a.split("=")[0] not in
+                           {o for p in self.params for o in (*p.opts, *p.secondary_opts)}),
+                          exc.option_name)
+            exc.message += (f"\n  A query starting with '-' goes after '--': "
+                            f"kbstore search -- {shlex.quote(dashed)}")
+            raise
+
+
+@cli.command(cls=_SearchCommand)
 @db_option
 @click.argument("query")
 @click.option("--topic", default=None, help="Only this topic (self, user, projects, ...).")
@@ -127,7 +146,12 @@ def _note_no_sections(workspace: str) -> None:
 @friendly_errors
 def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str | None,
            min_similarity: float | None, explain: bool, shell: bool, as_json: bool) -> None:
-    """Hybrid search (frontmatter + FTS5 BM25 + vectors, fused). Read-only."""
+    """Hybrid search (frontmatter + FTS5 BM25 + vectors, fused). Read-only.
+
+    QUERY is plain text: quotes, *, ^, AND/OR/NOT, NEAR( and column: are
+    searched as words, never as FTS5 syntax. A QUERY starting with '-' goes
+    after '--' (options first): kbstore search --db X -- "-x is a flag".
+    """
     given: dict[str, Any] = {k: v for k, v in (("fusion", fusion),
                                                ("min_similarity", min_similarity))
                              if v is not None}

@@ -41,6 +41,11 @@ _embedder_option = click.option(
 @click.argument("npz", type=click.Path(dir_okay=False))
 @click.option("--allow-pickle", is_flag=True,
               help="Accept pickled arrays in the npz (only for a file you made yourself).")
+@click.option("--trust-vectors", is_flag=True,
+              help="Reuse the vectors of an npz that records no embedder (picobot's sidecar "
+                   "does not) as if this store's model made them. Without it they are not "
+                   "used and the documents are embedded again. An npz naming another model "
+                   "is never reused.")
 @click.option("--prune/--no-prune", default=None,
               help="As for `kbstore import`: delete documents whose files are gone.")
 @_hype_option
@@ -49,17 +54,18 @@ _embedder_option = click.option(
 @json_option
 @friendly_errors
 def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
-                   prune: bool | None, hype: bool | None, embedder: str | None,
-                   dry_run: bool, as_json: bool) -> None:
-    """Import picobot's old embeddings.npz sidecar without re-embedding.
+                   trust_vectors: bool, prune: bool | None, hype: bool | None,
+                   embedder: str | None, dry_run: bool, as_json: bool) -> None:
+    """Import picobot's old embeddings.npz sidecar, reusing what it can.
 
-    A vector is reused when its document's body still has the md5 recorded
-    in the npz and its dimension is the store's; stale, unknown and
-    mismatched entries are reported and the workspace is then reconciled
-    as `kbstore import` would (embedding only what is left).
+    A vector is reused when the npz's embedder fingerprint is this store's
+    (or it records none and --trust-vectors is given), its document's body
+    still has the md5 recorded in the npz and its dimension is the store's;
+    stale, unknown, mismatched and untrusted entries are reported and the
+    workspace is then reconciled as `kbstore import` would (embedding what
+    is left). HyPE questions in the npz are text and are always kept.
     """
-    from ..embed_nomic import MODEL as PICOBOT_MODEL
-    from ..exchange_npz import import_npz
+    from ..exchange_npz import import_npz, read_npz
 
     # Check inputs before opening: opening creates the database.
     if not Path(npz).is_file():
@@ -67,32 +73,37 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     if not Path(workspace).is_dir():
         raise click.ClickException(f"no workspace folder at {workspace}")
     if dry_run:  # the documents come from the workspace; the npz only saves embedding
-        from ..exchange_npz import _read_npz
-        from ..plans import plan_import
+        from ..embedders import DEFAULT_EMBEDDER, get_embedder
+        from ..plans import plan_npz
 
-        _read_npz(npz, allow_pickle)  # a bad npz fails the dry run as it would the import
+        archive = read_npz(npz, allow_pickle)  # a bad npz fails the dry run as the import
         with existing_store(db_path, embedder) as store:
-            plan = plan_import(store, workspace, prune=prune)
+            chosen = (store.embedder if store is not None and store.embedder is not None
+                      else get_embedder(embedder or DEFAULT_EMBEDDER))
+            plan = plan_npz(store, workspace, archive, chosen.fingerprint(), int(chosen.dim),
+                            trust_vectors=trust_vectors, prune=prune)
         print_plan(plan, as_json, "whose files are gone", "rerun with --prune to delete them")
         return
     committed = Committed()
     with committed.on_interrupt(), \
             open_store(db_path, create=True, hype=hype, embedder=embedder) as store:
-        report = import_npz(store, workspace, npz, allow_pickle=allow_pickle, prune=prune,
-                            progress=committed, before_delete=lambda paths: announce_deletions(
+        report = import_npz(store, workspace, npz, allow_pickle=allow_pickle,
+                            trust_vectors=trust_vectors, prune=prune, progress=committed,
+                            before_delete=lambda paths: announce_deletions(
                                 paths, "whose files are gone"))
         ours = store.embedder.fingerprint() if store.embedder is not None else {}
     if as_json:
         echo_json(report.to_dict())
     else:
         click.echo(report.summary())
-    if report.imported_vectors and ours.get("model") != PICOBOT_MODEL:
-        # The sidecar records no embedder; picobot made it with nomic v1.5.
-        click.echo(f"note: an npz records no embedder; its {report.imported_vectors} vector(s) "
-                   f"were taken as {PICOBOT_MODEL} vectors (picobot's model) of this store's "
-                   f"dimension, but this store embeds with {ours.get('model')}; if the npz "
-                   f"was not made by picobot, run `kbstore reembed --db {db_path} --embedder "
-                   f"{ours.get('name')}`", err=True)
+    if report.untrusted:
+        click.echo(f"note: the npz vectors of {report.untrusted} fresh document(s) were not "
+                   f"used: {report.untrusted_reason}; those documents were embedded with this "
+                   "store's embedder", err=True)
+    elif report.imported_vectors and not report.fingerprint:
+        click.echo(f"note: --trust-vectors: {report.imported_vectors} npz vector(s) were taken "
+                   f"as {ours.get('model')} vectors (this store's model); if they were not, run "
+                   f"`kbstore reembed --db {db_path} --embedder {ours.get('name')}`", err=True)
     for skipped in report.reconcile.skipped:
         click.echo(f"  skipped {shown(skipped.path)}: {skipped.reason}", err=True)
     if report.reconcile.kept_missing:

@@ -67,3 +67,15 @@ def test_picobot_answers_a_punctuation_query_as_an_empty_one(tmp_path) -> None: 
     kb = KnowledgeBase(workspace=tmp_path / "ws", store=KnowledgeStore.open(
         tmp_path / "kb.sqlite", FakeEmbedder(64), hype=False))
     assert kb.search("???") == kb.search("") == "No results: the search query is empty."
+
+
+def test_a_query_starting_with_a_dash_needs_double_dash_and_says_so(run_cli, filled: str) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("search", "--db", filled, "-foo")
+    assert result.exit_code == 2
+    assert "No such option" in result.stderr  # click's own error ...
+    assert "kbstore search -- -foo" in result.stderr  # ... and how to search for it
+    assert "Traceback" not in result.output
+    passed = run_cli("search", "--db", filled, "--", "-x is a flag")
+    assert passed.exit_code == 0 and passed.stderr == ""
+    assert passed.stdout == "no results\n" or passed.stdout.startswith(" 1. ")
+    assert "--" in run_cli("search", "--help").stdout.split("Options:")[0]  # the help says it

@@ -270,9 +270,12 @@ def knowledge_docs(workspace: Path) -> dict[str, object]:
 
 def write_npz(path: Path, docs: dict[str, object], embedder: FakeEmbedder, *,
               hype: dict[str, list[str]] | None = None, extra_ids: tuple[str, ...] = (),
-              hashes: dict[str, str] | None = None) -> None:
+              hashes: dict[str, str] | None = None,
+              fingerprint: dict[str, object] | None | str = "embedder") -> None:
     """The seed 000 layout: vectors (N, D), doc_ids, content_hashes (md5 of
-    the body), and optional hype_vectors, hype_doc_ids, hype_questions."""
+    the body), and optional hype_vectors, hype_doc_ids, hype_questions; plus
+    the embedder's fingerprint (JSON text) unless ``fingerprint=None``
+    (picobot's own sidecar records none)."""
     ids = list(docs)
     vectors = embedder.embed_documents([embedding_text(d.title, d.tags, d.body)
                                         for d in docs.values()])
@@ -289,6 +292,10 @@ def write_npz(path: Path, docs: dict[str, object], embedder: FakeEmbedder, *,
         qtext = [q for qs in hype.values() for q in qs]
         arrays.update(hype_vectors=embedder.embed_documents(qtext), hype_doc_ids=np.array(qids),
                       hype_questions=np.array(qtext))
+    if fingerprint == "embedder":
+        fingerprint = embedder.fingerprint()
+    if fingerprint is not None:
+        arrays["fingerprint"] = np.array(json.dumps(fingerprint))
     np.savez_compressed(path, **arrays)
 
 
@@ -372,7 +379,7 @@ def test_npz_question_vectors_reembedded_for_an_asymmetric_model(tmp_path, backe
     docs = knowledge_docs(sample_workspace)
     hype = {"domains/docker-basics.md": ["How do I build an image?", "What is a volume?"]}
     npz = tmp_path / "embeddings.npz"
-    write_npz(npz, docs, FakeEmbedder(64), hype=hype)
+    write_npz(npz, docs, FakeEmbedder(64), hype=hype, fingerprint=AsymmetricFake(64).fingerprint())
     embedder = AsymmetricFake(64)
     with KnowledgeStore.open(backend(), embedder, hype=False) as store:
         report = import_npz(store, sample_workspace, npz)
@@ -382,6 +389,74 @@ def test_npz_question_vectors_reembedded_for_an_asymmetric_model(tmp_path, backe
         # long documents are embedded.
         assert embedder.calls == 2 + 3 + store.status()["chunk_vectors"]
         assert questions(store) == hype
+
+
+def _archive_vectors(docs: dict[str, object], embedder: FakeEmbedder) -> dict[str, list[float]]:
+    return {rel: embedder.embed_documents([embedding_text(d.title, d.tags, d.body)])[0].tolist()
+            for rel, d in docs.items()}
+
+
+def test_npz_without_fingerprint_is_reembedded_unless_trusted(tmp_path, backend,
+                                                              sample_workspace):  # type: ignore[no-untyped-def]
+    docs = knowledge_docs(sample_workspace)
+    npz = tmp_path / "embeddings.npz"
+    # vectors of an unknown model that happen to have the store's dimension
+    other = FakeEmbedder(64)
+    other._one = lambda text, _orig=other._one: -_orig(text)  # type: ignore[method-assign]
+    hype = {"domains/docker-basics.md": ["How do I build an image?"]}
+    write_npz(npz, docs, other, hype=hype, fingerprint=None)
+    theirs = _archive_vectors(docs, other)
+    embedder = FakeEmbedder(64)
+    ours = _archive_vectors(docs, FakeEmbedder(64))
+    with KnowledgeStore.open(backend(), embedder, hype=False) as store:
+        report = import_npz(store, sample_workspace, npz)
+        assert report.imported_vectors == 0 and report.untrusted == len(docs)
+        assert "records no embedder" in report.untrusted_reason
+        stored = doc_vectors(store)
+        assert all(np.allclose(stored[rel], ours[rel], atol=1e-6) for rel in docs)
+        assert not any(np.allclose(stored[rel], theirs[rel], atol=1e-6) for rel in docs)
+        assert report.embedded == len(store)
+        assert questions(store) == hype  # text, kept without an LLM call
+    with KnowledgeStore.open(backend(), FakeEmbedder(64), hype=False) as store:
+        report = import_npz(store, sample_workspace, npz, trust_vectors=True)
+        assert report.imported_vectors == len(docs) and report.untrusted == 0
+        stored = doc_vectors(store)
+        assert all(np.allclose(stored[rel], theirs[rel], atol=1e-6) for rel in docs)
+
+
+def test_npz_of_another_model_is_never_reused(tmp_path, backend, sample_workspace):  # type: ignore[no-untyped-def]
+    docs = knowledge_docs(sample_workspace)
+    npz = tmp_path / "embeddings.npz"
+    write_npz(npz, docs, FakeEmbedder(64),
+              fingerprint={**FakeEmbedder(64).fingerprint(), "model": "someone-else"})
+    with KnowledgeStore.open(backend(), FakeEmbedder(64), hype=False) as store:
+        report = import_npz(store, sample_workspace, npz, trust_vectors=True)
+        assert report.imported_vectors == 0 and report.untrusted == len(docs)
+        assert "someone-else" in report.untrusted_reason
+        assert report.embedded == len(store)
+
+
+def test_cli_npz_dry_run_names_the_documents_it_would_embed(tmp_path, backend,
+                                                            sample_workspace, run):  # type: ignore[no-untyped-def]
+    docs = knowledge_docs(sample_workspace)
+    npz = tmp_path / "embeddings.npz"
+    write_npz(npz, docs, FakeEmbedder(64), fingerprint=None)
+    db = backend()
+    args = ("import-npz", "--db", db, "--workspace", sample_workspace, npz, "--embedder",
+            "fake", "--no-hype", "--dry-run")
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    assert "would reuse 0 vector(s) from the file and embed " f"{len(docs) + 3} document(s)" \
+        in result.output
+    assert f"embed {len(docs)}: the npz records no embedder" in result.output
+    assert "embed 3: not in the npz" in result.output
+    assert not backend.exists(db)  # a dry run writes nothing
+    data = json.loads(run(*args, "--trust-vectors", "--json").output)
+    assert data["reuse_vectors"] == len(docs) and data["embed"] == {"not in the npz": 3}
+    assert not backend.exists(db)
+    result = run(*args[:-1])  # the import itself agrees with the plan
+    assert "untrusted " + str(len(docs)) in result.output
+    assert f"embedded {len(docs) + 3}" in result.output
 
 
 def test_npz_accepts_picobots_raw_body_hash(tmp_path, backend, sample_workspace):  # type: ignore[no-untyped-def]
@@ -438,16 +513,16 @@ def run(run_cli):  # type: ignore[no-untyped-def]
 def test_cli_import_npz_export_and_import_jsonl(tmp_path, backend, sample_workspace, run):  # type: ignore[no-untyped-def]
     docs = knowledge_docs(sample_workspace)
     npz = tmp_path / "embeddings.npz"
-    write_npz(npz, docs, FakeEmbedder(64))
+    write_npz(npz, docs, FakeEmbedder(64), fingerprint=None)  # picobot's: no embedder
     db = backend()
     result = run("import-npz", "--db", db, "--workspace", sample_workspace, npz,
-                 "--embedder", "fake", "--no-hype")
+                 "--embedder", "fake", "--no-hype", "--trust-vectors")
     assert result.exit_code == 0, result.output
     assert result.stdout.count("\n") == 1
     assert f"reused {len(docs)} vectors" in result.output and "embedded 3" in result.output
-    # the fake embedder stands in for picobot's model here: said, not hidden
-    assert result.stderr.startswith(f"note: an npz records no embedder; its {len(docs)} "
-                                    "vector(s) were taken as nomic-embed-text-v1.5 vectors")
+    # vectors taken on the user's word: said, not hidden
+    assert result.stderr.startswith(f"note: --trust-vectors: {len(docs)} npz vector(s) were "
+                                    "taken as hashing-bow vectors")
 
     out = tmp_path / "kb.jsonl"
     result = run("export", "--db", db, "--format", "jsonl", out, "--vectors")
