@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,8 @@ def check_title(title: Any) -> str:
         raise InvalidDocumentError("title must be a non-empty string")
     if "\x00" in title:
         raise InvalidDocumentError("title contains a NUL byte")
-    title = " ".join(title.split())
+    # One spelling per title: 'é' composed and 'e'+U+0301 name the same file.
+    title = " ".join(unicodedata.normalize("NFC", title).split())
     if title.startswith(("/", "\\", "~")) or _DRIVE.match(title) or any(
             part.strip() == ".." for part in re.split(r"[\\/]", title)):
         raise InvalidDocumentError(f"title {title!r} looks like a path leaving the knowledge "

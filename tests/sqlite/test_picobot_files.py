@@ -106,3 +106,15 @@ def test_any_sequence_of_colliding_titles_keeps_one_file_per_title(titles: list[
                 assert kb.knowledge_store.get(rel).body.endswith(body)
             files = list((ws / "knowledge" / "projects").glob("*.md"))
             assert len(files) == len(latest) and len(kb.knowledge_store) == len(latest)
+
+
+def test_composed_and_decomposed_titles_name_one_file(tmp_path: Path) -> None:
+    """'Café' typed composed (U+00E9) or decomposed (e + U+0301) is one title:
+    storing both must update one file, not create the twins café.md / cafe.md."""
+    kb = KnowledgeBase(base_path=tmp_path / "kb", data_dir=tmp_path / "d",
+                       embedder=FakeEmbedder(64), hype=False)
+    first = kb.store("user", "Caf\u00e9", "Likes espresso.")
+    second = kb.store("user", "Cafe\u0301", "Likes ristretto.")
+    assert first == second
+    assert len(list((tmp_path / "kb").rglob("*.md"))) == 1
+    kb.close()
