@@ -62,6 +62,7 @@ def _race_template(op: str, work: Path, n: int, extra: int
     argv = {
         "import": ["import", "--no-prune", "--no-hype", str(ws)],
         "import_npz": ["import-npz", "--workspace", str(ws), "--no-prune", "--no-hype",
+                       "--trust-vectors",
                        str(work / "embeddings.npz")],
         "import_jsonl": ["import-jsonl", "--no-hype", str(work / "records.jsonl")],
         "hype": ["hype", "--concurrency", "2"],
