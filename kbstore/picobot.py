@@ -124,13 +124,15 @@ class KnowledgeBase:
     server sharing its warm model); it stays open on :meth:`close`, its owner
     closes it. ``embedder`` overrides the default nomic model
     (``inference_mode`` 'local' or 'remote'); ``hype``/``model`` control
-    HyPE question generation (``model`` is the litellm model name).
+    HyPE question generation (``model`` is the litellm model name; ``hype``
+    None: on unless ``KBSTORE_HYPE=0``, as for every command).
     """
 
     def __init__(self, base_path: str | os.PathLike[str] | None = None,
                  workspace: str | os.PathLike[str] | None = None,
                  data_dir: str | os.PathLike[str] | None = None,
-                 inference_mode: str = "local", hype: bool = True, model: str | None = None,
+                 inference_mode: str = "local", hype: bool | None = None,
+                 model: str | None = None,
                  embedder: Embedder | str | None = None,
                  db: str | os.PathLike[str] | None = None, store: Any = None) -> None:
         if base_path is not None:

@@ -280,6 +280,16 @@ def test_hype_question_finds_document_fts_misses(make_kb, fake_llm):
     assert paths(kb.search("keep bread culture alive"))[0] == "domains/sourdough-care.md"
 
 
+@pytest.mark.parametrize("env, calls", [("0", 0), ("1", 1)])
+def test_hype_follows_kbstore_hype_unless_the_caller_says(make_kb, fake_llm, monkeypatch,
+                                                          env, calls):
+    monkeypatch.setenv("KBSTORE_HYPE", env)
+    fake_llm.answer = lambda prompt: "What is a levain?"
+    kb = make_kb(hype=None)  # picobot's default: the environment decides
+    kb.store("domains", "Sourdough care", "Feed the starter flour and water daily.")
+    assert len(fake_llm.calls) == calls
+
+
 # -- type boost and recency decay (seed Task E) ------------------------------------
 
 
