@@ -41,7 +41,10 @@ SKILLS_TOPIC = "skills"
 EXCLUDED_NAMES = frozenset(
     {"readme.md", "identity.md", "soul.md", "user.md", "tools.md", "agents.md", "todo.md",
      "scratch.md"})
-MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are skipped, not truncated
+# The size of one entry: a larger file is skipped (not truncated) by every
+# importer, and a larger body is refused by ``upsert`` and picobot's store (a
+# store's own exchange -- export, import-jsonl, copy -- keeps what it holds).
+MAX_FILE_BYTES = 2 * 1024 * 1024
 # A title or tag past these is a pasted body or a YAML bomb, not a title.
 MAX_TITLE_CHARS = 1000
 MAX_TAG_CHARS = 100
@@ -192,6 +195,22 @@ def _field_date(name: str, value: Any) -> str | None:
         return normalize_date(value)
     except InvalidDocumentError as exc:
         raise InvalidDocumentError(f"{name}: {exc}") from None
+
+
+def check_entry_size(body: str) -> None:
+    """Refuse a body over the entry limit (UTF-8 bytes), counted without
+    encoding it when its length alone decides (a character is 1-4 bytes)."""
+    if len(body) * 4 <= MAX_FILE_BYTES:
+        return
+    if len(body) > MAX_FILE_BYTES:
+        size = f"has {len(body)} characters (as many bytes at least)"
+    else:
+        encoded = len(body.encode("utf-8"))
+        if encoded <= MAX_FILE_BYTES:
+            return
+        size = f"is {encoded} bytes of UTF-8"
+    raise InvalidDocumentError(f"body {size}, over the {MAX_FILE_BYTES}-byte limit of one "
+                               "entry (a file that size is skipped by import)")
 
 
 def _check_text(name: str, text: str, max_chars: int | None) -> str:

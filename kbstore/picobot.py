@@ -24,7 +24,7 @@ from .backends import is_url
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
 from .files import atomic_write, render_markdown
-from .ingest import TOPICS, make_document, normalize_tags, parse_file
+from .ingest import MAX_FILE_BYTES, TOPICS, make_document, normalize_tags, parse_file
 from .query import is_blank
 
 __all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]
@@ -235,8 +235,13 @@ class KnowledgeBase:
             # later import would skip (e.g. a 5,000-character title).
             make_document(rel, title=title, body=body, tags=tag_list, created=created,
                           updated=today)
+            text = render_markdown(meta, body)
+            size = len(text.encode("utf-8"))
+            if size > MAX_FILE_BYTES:  # import would skip the file
+                raise InvalidDocumentError(f"the entry would be a {size}-byte file, over "
+                                           f"the {MAX_FILE_BYTES}-byte limit of one entry")
             try:
-                atomic_write(target, render_markdown(meta, body), replace=not new)
+                atomic_write(target, text, replace=not new)
                 break
             except FileExistsError:  # another process took the name: look again
                 continue

@@ -275,3 +275,15 @@ def test_a_set_of_tags_is_the_same_document_in_every_process(location: str,
         reports.append(json.loads(done.stdout))
     assert reports[0]["added"] == 4
     assert [(r["updated"], r["embedded"]) for r in reports[1:]] == [(0, 0)] * 3
+
+
+@pytest.mark.parametrize("body", ["x" * (2 * 1024 * 1024 + 1), "é" * (1024 * 1024 + 1)])
+def test_a_body_over_the_entry_limit_is_refused_and_the_stored_one_kept(  # type: ignore[no-untyped-def]
+        store, body: str) -> None:
+    """The same 2 MiB limit as a file's: the API refuses instead of indexing
+    (and holding in memory) tens of megabytes; the stored entry stays."""
+    assert store.upsert("projects/big.md", title="Big", body="the small version") == "added"
+    with pytest.raises(InvalidDocumentError, match="2097152-byte limit"):
+        store.upsert("projects/big.md", title="Big", body=body)
+    assert store.get("projects/big.md").body == "the small version"
+    assert store.upsert("projects/edge.md", title="Edge", body="x" * (2 * 1024 * 1024)) == "added"

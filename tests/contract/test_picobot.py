@@ -508,3 +508,18 @@ def test_a_missing_workspace_is_not_indexed_and_keeps_the_index(make_kb, tmp_pat
     assert gone.sync().startswith("Nothing to index")
     assert paths(gone.search("systemd")) == [rel]
     gone.close()
+
+
+def test_an_entry_over_the_size_limit_is_refused_and_the_stored_one_kept(make_kb) -> None:
+    """picobot's store writes a file every later import reads: one over the
+    2 MiB entry limit would be skipped forever, so it is refused up front."""
+    from kbstore.errors import InvalidDocumentError
+
+    kb = make_kb()
+    rel = kb.store("projects", "Big plan", "the small version")
+    file = kb.base / rel
+    before = file.read_bytes()
+    with pytest.raises(InvalidDocumentError, match="2097152-byte limit"):
+        kb.store("projects", "Big plan", "word " * 500_000)
+    assert file.read_bytes() == before
+    assert paths(kb.search("small version"))[0] == rel
