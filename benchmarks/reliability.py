@@ -77,6 +77,27 @@ def _range(text: str) -> range:
     return range(int(start), int(stop)) if text else range(0)
 
 
+# Counters and lists that must be zero / empty in a clean run.
+BAD_COUNTS = ("corrupt", "half_indexed", "lost", "crashes", "resurrected", "good_lost",
+              "half_written", "lost_write_count", "unaccounted", "doctor_problems")
+BAD_LISTS = ("failures", "errors", "store_damage", "bad_schema", "lost_writes")
+
+
+def summary(name: str, result: dict[str, Any]) -> tuple[str, int]:
+    """One line per scenario: its counts, and any non-empty problem list's
+    length with its first entries (never hidden); plus how many problems."""
+    shown = {k: v for k, v in result.items() if not isinstance(v, (list, dict)) or not v}
+    problems = sum(int(result.get(k) or 0) for k in BAD_COUNTS
+                   if isinstance(result.get(k), int))
+    for key in BAD_LISTS:
+        value = result.get(key)
+        if value:
+            items = list(value.items() if isinstance(value, dict) else value)
+            shown[key] = f"{len(items)}: " + "; ".join(str(i)[:200] for i in items[:3])
+            problems += len(items)
+    return f"{name}: {'BAD ' if problems else ''}" + json.dumps(shown, default=str), problems
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
@@ -194,6 +215,9 @@ def _run_scenarios(args: argparse.Namespace, out: Path) -> None:
 
     only = set(args.only.split(",")) if args.only else None
     results: dict[str, Any] = json.loads(out.read_text()) if only and out.exists() else {}
+    bad = 0
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
         for name, fn in _scenarios(args, work):
@@ -209,15 +233,18 @@ def _run_scenarios(args: argparse.Namespace, out: Path) -> None:
                 results.setdefault(GROUPS[group], {})[key] = result
             else:
                 results[name] = result
-            print(f"{name}: " + json.dumps({k: v for k, v in result.items()
-                                            if not isinstance(v, (list, dict)) or not v}),
-                  flush=True)
+            line, problems = summary(name, result)
+            print(line, flush=True)
+            bad += problems
             # Written after every scenario: a long run that is stopped keeps its figures.
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n",
                            encoding="utf-8")
             write_markdown(results, out.with_suffix(".md"), backend=args.backend)
     print(f"wrote {out} and {out.with_suffix('.md')}")
+    if bad:
+        print(f"FAILED: {bad} problem count(s) above are not zero", file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
