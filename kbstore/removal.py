@@ -84,18 +84,3 @@ def plan_missing(workspace: str | os.PathLike[str], stored: list[str], seen: set
     what the scan ``skipped`` (a folder it could not read) is not gone."""
     return plan_removal(workspace, [p for p in stored if p not in seen], len(stored),
                         folder_empty=not seen, prune=prune, unread=[s.path for s in skipped])
-
-
-SHOWN = 10  # paths listed before "... and N more"
-
-
-def shown(path: str) -> str:
-    """A document path as a terminal line may show it: a name with a newline,
-    a carriage return or an escape sequence is quoted, so it can neither break
-    a listing nor overwrite what the line says."""
-    return path if path.isprintable() else repr(path)
-
-
-def some_paths(paths: list[str]) -> str:
-    more = f" ... and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
-    return ", ".join(shown(p) for p in paths[:SHOWN]) + more

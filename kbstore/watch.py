@@ -42,7 +42,8 @@ from .ingest import (
     scan_workspace,
 )
 from .model import Document, Skipped
-from .removal import plan_removal, some_paths
+from .listing import some_paths
+from .removal import plan_removal
 
 log = logging.getLogger("kbstore.watch")
 

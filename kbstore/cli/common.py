@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..errors import KBStoreError
-from ..removal import SHOWN, shown, some_paths  # noqa: F401  (listings)
+from ..listing import SHOWN, shown, some_paths  # noqa: F401  (listings)
 from ..settings import DB_ENV
 
 
