@@ -92,7 +92,7 @@ class KnowledgeStore:
         try:
             from .hype import HypeConfig
 
-            unstamped = backend.fingerprint() is None
+            unstamped = not read_only and backend.fingerprint() is None
             resolved, follow = cls._resolve(backend, made[0] if made else embedder, options,
                                             read_only)
             config = HypeConfig(enabled=settings.hype_enabled if hype is None else bool(hype),

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..embedders import EMBEDDER_NAMES
+from ..errors import KBStoreError
 from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
 
 
@@ -53,21 +54,15 @@ def init(db_path: str, embedder: str, dim: int | None, inference_mode: str) -> N
                f"{fp['dim']} dims), {info['documents']} document(s)")
 
 
-def _holds_nothing(path: str) -> bool:
-    """Whether the SQLite file at ``path`` has no committed schema (unreadable
-    counts as something: it is kept)."""
-    import sqlite3
-    from urllib.parse import quote
+def _holds_nothing(db_path: str) -> bool:
+    """Whether the file at ``db_path`` has no committed kbstore schema (one
+    kbstore cannot read, or did not make, counts as something: it is kept)."""
+    from ..backends import schema_of
+    from ..backends.sqlite.connection import database_errors
 
-    if not os.path.exists(path):
-        return False
     try:
-        conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
-        finally:
-            conn.close()
-    except sqlite3.Error:
+        return not schema_of(db_path).applied
+    except (KBStoreError, *database_errors()):
         return False
 
 
