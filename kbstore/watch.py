@@ -41,8 +41,8 @@ from .ingest import (
     parse_file,
     scan_workspace,
 )
-from .model import Document, Skipped
 from .listing import some_paths
+from .model import Document, Skipped
 from .removal import plan_removal
 
 log = logging.getLogger("kbstore.watch")

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from kbstore import FakeEmbedder, KnowledgeStore
-from kbstore.errors import NotInitializedError
 from kbstore.cli import _register, cli
+from kbstore.errors import NotInitializedError
 
 _register()
 

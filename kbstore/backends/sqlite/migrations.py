@@ -10,8 +10,9 @@ sqlite-utils is imported only when something is pending (~0.7 s).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import NotAKnowledgeBaseError, SchemaTooNewError
 from ...migrations import MIGRATION_SET, schema_version, steps  # package-dir mapped
