@@ -52,7 +52,8 @@ def open_corpus(n: int, args: argparse.Namespace) -> tuple[list[str], Any, Any, 
 
     where = paths_for(n, 384, args.cache_dir, "real")
     count = max(args.queries, args.recall_queries)
-    queries, qvecs = query_texts(args.data_dir, count), real_queries(count, cache_dir=args.cache_dir)
+    queries = query_texts(args.data_dir, count)
+    qvecs = real_queries(count, cache_dir=args.cache_dir)
     docs = load_docs(n, 384, args.cache_dir, "real")
     index = SeedIndex.load(docs, where["npz"])
     del docs
