@@ -21,11 +21,10 @@ from ...model import (
     HYPE_QUESTIONS,
     HYPE_VECTORS,
     Check,
-    Document,
     fingerprint_id,
-    tag_keys,
 )
-from ..checks import derived_checks, guarded, invalid_tag_docs
+from ..checks import guarded
+from . import doctor_rows as _rows_
 from . import migrations as _migrations
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
@@ -34,8 +33,7 @@ from .pending import question_texts
 SAMPLE = 5  # ids shown per check; counts are always complete
 SLOTS = _vectors.SLOTS
 QUESTIONS_FTS = "questions_fts"  # indexes HyPE questions, not documents
-CHUNK_SLOT = _vectors.CHUNK_SLOT
-vid_of, owner = _vectors.vector_id, _vectors.owner
+owner = _vectors.owner
 # Plain tables holding only derived data: re-created empty if dropped.
 _DERIVED_TABLES = {"document_tags", "hype_questions", "document_chunks", "vector_data",
                    "derived"}
@@ -148,89 +146,9 @@ def _meta(conn: Connection, key: str) -> Any:
         return None
 
 
-def _documents(conn: Connection) -> dict[int, Document]:
-    return {int(r[0]): Document(path=r[1], title=r[2], body=r[3], tags=json.loads(r[4]))
-            for r in conn.execute("SELECT id, path, title, body, tags FROM documents")}
-
-
-def _ids(conn: Connection, sql: str, *args: Any) -> set[int]:
-    return {int(r[0]) for r in conn.execute(sql, args)}
-
-
-def _tag_rows(docs: dict[int, Document]) -> set[tuple[str, int]]:
-    return {(key, d) for d, doc in docs.items() for key in tag_keys(doc.tags)}
-
 
 def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Check]:
-    docs = _documents(conn)
-    ids = set(docs)
-    checks: list[Check] = []
-
-    def add(name: str, found: Any, detail: str, **kw: Any) -> None:
-        found = sorted(found)
-        checks.append(Check(name, len(found), detail if found else "", sample=found[:SAMPLE], **kw))
-
-    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    missing: set[int] = set()
-    extra: set[int] = set()
-    with_questions = _ids(conn, "SELECT DISTINCT doc_id FROM hype_questions") & ids
-    for table in fts_tables():
-        if f"{table}_docsize" not in present:
-            continue  # the table is gone: the schema check reports it
-        indexed = _ids(conn, f"SELECT id FROM {table}_docsize")
-        expected = with_questions if table == QUESTIONS_FTS else ids
-        missing |= expected - indexed
-        extra |= indexed - expected
-    add("documents_missing_fts", missing, "documents absent from an FTS5 index")
-    add("orphan_fts_rows", extra, "FTS5 rows of deleted documents")
-    if QUESTIONS_FTS in present:
-        # questions_fts holds its own text (written by the backend, no
-        # trigger since schema v4): compare it with the questions themselves.
-        joined = dict(_question_texts(conn))
-        indexed_text = {int(r[0]): r[1] for r in conn.execute(
-            f"SELECT rowid, questions FROM {QUESTIONS_FTS}")}
-        add("questions_fts_text", {d for d in joined.keys() & indexed_text.keys()
-                                   if joined[d] != indexed_text[d]},
-            "documents whose question text in questions_fts is not their HyPE questions")
-    if "document_tags" in present:
-        want = _tag_rows(docs)
-        have = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
-        add("tag_rows", {d for _, d in want ^ have} - invalid_tag_docs(docs),
-            "documents whose exact-tag rows disagree with their tags")
-    questions = {(int(r[0]), int(r[1])) for r in
-                 conn.execute("SELECT doc_id, position FROM hype_questions")}
-    add("orphan_questions", {d for d, _ in questions if d not in ids},
-        "HyPE questions of deleted documents")
-    add("orphan_chunks", _ids(conn, "SELECT doc_id FROM document_chunks") - ids,
-        "chunk rows of deleted documents")
-    derived = conn.execute("SELECT doc_id, kind, content_hash, model, status, error "
-                           "FROM derived").fetchall()
-    derived_checks(add, docs, derived, fp)
-    if not vectors_ok:
-        return checks
-    # Each vector lives twice: sign bits in vec0 (KNN) and float32 in vector_data.
-    bits = _rows(conn, f"SELECT vector_id, doc_id FROM {_vectors.TABLE}")
-    floats = _rows(conn, "SELECT vector_id, doc_id FROM vector_data")
-    both = set(bits) & set(floats)
-    slots = _slots(conn)
-    add("orphan_vectors", _orphans(bits, ids, slots) | _orphans(floats, ids, slots),
-        "vectors of deleted documents, questions or chunks (vec0 or vector_data)")
-    add("documents_missing_vectors", {d for d in ids if vid_of(d, 0) not in both},
-        "documents without their document vector (vec0 and vector_data)")
-    add("questions_missing_vectors", {d for d, pos in questions
-                                      if d in ids and vid_of(d, pos) not in both},
-        "documents whose HyPE questions lack vectors")
-    add("chunks_missing_vectors", {d for d, slot in slots
-                                   if slot >= CHUNK_SLOT and d in ids
-                                   and vid_of(d, slot) not in both},
-        "long documents whose chunks lack vectors")
-    invalid, stale_bits = _vector_rows(conn)
-    add("invalid_vectors", {owner(v)[0] for v in invalid},
-        "documents with NaN, infinite, zero or wrong-size vectors")
-    add("vector_bits", {owner(v)[0] for v in stale_bits},
-        "documents whose vectors' sign bits (vector_data.bits, scanned by the search) are "
-        "missing or disagree with their float copy")
-    return checks
+    return _rows_.row_checks(conn, fp, vectors_ok, fts_tables())
 
 
 def _question_texts(conn: Connection) -> list[tuple[int, str]]:
@@ -238,51 +156,6 @@ def _question_texts(conn: Connection) -> list[tuple[int, str]]:
     return question_texts([(int(d), int(p), q) for d, p, q in conn.execute(
         "SELECT doc_id, position, question FROM hype_questions "
         "WHERE doc_id IN (SELECT id FROM documents)")])
-
-
-def _rows(conn: Connection, sql: str) -> dict[int, int]:
-    return {int(r[0]): int(r[1]) for r in conn.execute(sql)}
-
-
-def _slots(conn: Connection) -> set[tuple[int, int]]:
-    """(doc_id, slot) of every question and chunk the plain tables list."""
-    return {(int(r[0]), int(r[1])) for r in conn.execute(
-        "SELECT doc_id, position FROM hype_questions UNION ALL "
-        "SELECT doc_id, position + ? FROM document_chunks", (CHUNK_SLOT,))}
-
-
-def _orphans(rows: dict[int, int], ids: set[int], slots: set[tuple[int, int]]) -> set[int]:
-    """vector ids whose document is gone, whose doc_id disagrees with the id,
-    or whose question or chunk slot is not listed."""
-    out = set()
-    for v, d in rows.items():
-        doc, slot = owner(v)
-        if doc not in ids or d != doc or (slot and (doc, slot) not in slots):
-            out.add(v)
-    return out
-
-
-def _vector_rows(conn: Connection) -> tuple[set[int], set[int]]:
-    """Vector ids of the float copies that are unusable (NaN, infinite,
-    zero, wrong size) and of the valid ones whose sign bits are missing or
-    wrong (schema v5; a v3/v4 file read as it is has no bits column)."""
-    import numpy as np
-
-    dim = _vectors.table_dim(conn)
-    has_bits = any(r[1] == "bits" for r in conn.execute("PRAGMA table_info(vector_data)"))
-    bad, stale = set(), set()
-    for vid, emb, bits in conn.execute("SELECT vector_id, embedding, "
-                                       f"{'bits' if has_bits else 'NULL'} FROM vector_data"):
-        vec = np.frombuffer(emb, dtype=np.float32) if len(emb) % 4 == 0 else None
-        if vec is None or vec.shape != (dim,) or not np.all(np.isfinite(vec)) or not vec.any():
-            bad.add(int(vid))
-        elif has_bits and bits != _vectors.sign_bits([emb])[0]:
-            stale.add(int(vid))
-    return bad, stale
-
-
-def _invalid_vectors(conn: Connection) -> set[int]:
-    return _vector_rows(conn)[0]
 
 
 def diagnose(conn: Connection, fp: str | None, *, writable: bool) -> list[Check]:
@@ -327,13 +200,14 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
             actions.append("rebuilt the FTS5 indexes from the documents and questions")
         if "tag_rows" in bad:
             conn.execute("DELETE FROM document_tags")
-            conn.executemany("INSERT OR IGNORE INTO document_tags (tag, doc_id) VALUES (?, ?)",
-                             sorted(_tag_rows(_documents(conn))))
+            for _, _, docs in _rows_.pages(conn):
+                conn.executemany("INSERT OR IGNORE INTO document_tags (tag, doc_id) "
+                                 "VALUES (?, ?)", sorted(_rows_.tag_rows(docs)))
             actions.append("rebuilt the exact-tag rows")
         if "vector_table" in bad:
             actions += _rebuild_vector_table(conn)
         if "vector_bits" in bad:
-            stale = _vector_rows(conn)[1]
+            stale = _rows_.vector_damage(conn)[1]
             conn.executemany("UPDATE vector_data SET bits = NULL WHERE vector_id = ?",
                              [(v,) for v in sorted(stale)])
             n = _vectors.fill_bits(conn)
@@ -393,13 +267,10 @@ def _rebuild_vector_table(conn: Connection) -> list[str]:
 def _delete_orphans(conn: Connection, bad: set[str]) -> list[str]:
     actions = []
     if "orphan_vectors" in bad:
-        live = _ids(conn, "SELECT id FROM documents")
-        slots = _slots(conn)
-        doomed = [(v,) for v in _orphans(_rows(conn, f"SELECT vector_id, doc_id FROM "
-                                                     f"{_vectors.TABLE}"), live, slots)]
+        gaps = _rows_.VectorGaps(conn)
+        doomed = [(v,) for v in gaps.orphan_bits]
         conn.executemany(f"DELETE FROM {_vectors.TABLE} WHERE vector_id = ?", doomed)
-        data = [(v,) for v in _orphans(_rows(conn, "SELECT vector_id, doc_id FROM vector_data"),
-                                       live, slots)]
+        data = [(v,) for v in gaps.orphan_floats]
         conn.executemany("DELETE FROM vector_data WHERE vector_id = ?", data)
         actions.append(f"deleted {len(doomed) + len(data)} orphan vector row(s)")
     for check, table in (("orphan_questions", "hype_questions"), ("orphan_derived", "derived"),
@@ -410,16 +281,13 @@ def _delete_orphans(conn: Connection, bad: set[str]) -> list[str]:
             actions.append(f"deleted {n} orphan row(s) from {table}")
     if "stale_questions" in bad:
         n = 0
-        for doc_id, title, body, chash in conn.execute(
-                "SELECT d.id, d.title, d.body, h.content_hash FROM documents d JOIN derived h "
-                "ON h.doc_id = d.id AND h.kind = ?", (HYPE_QUESTIONS,)).fetchall():
-            if Document(path="", title=title, body=body).hype_hash() != chash:
-                _vectors.delete_slots(conn, doc_id, range(1, SLOTS))
-                conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
-                conn.execute(f"DELETE FROM {QUESTIONS_FTS} WHERE rowid = ?", (doc_id,))
-                conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind IN (?, ?)",
-                             (doc_id, HYPE_QUESTIONS, HYPE_VECTORS))
-                n += 1
+        for doc_id in _rows_.stale_questions(conn):
+            _vectors.delete_slots(conn, doc_id, range(1, SLOTS))
+            conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
+            conn.execute(f"DELETE FROM {QUESTIONS_FTS} WHERE rowid = ?", (doc_id,))
+            conn.execute("DELETE FROM derived WHERE doc_id = ? AND kind IN (?, ?)",
+                         (doc_id, HYPE_QUESTIONS, HYPE_VECTORS))
+            n += 1
         actions.append(f"dropped the stale HyPE questions of {n} document(s)")
     return actions
 
@@ -431,23 +299,17 @@ def _forget_bad_vectors(conn: Connection, bad: set[str]) -> list[str]:
                   "chunks_missing_vectors", "invalid_vectors"}:
         return []
     if "invalid_vectors" in bad:
-        for vid in _invalid_vectors(conn):
+        for vid in _rows_.vector_damage(conn)[0]:
             doc_id, slot = owner(vid)
             _vectors.delete_slots(conn, doc_id, [slot])
-    bits = set(_rows(conn, f"SELECT vector_id, doc_id FROM {_vectors.TABLE}"))
-    floats = set(_rows(conn, "SELECT vector_id, doc_id FROM vector_data"))
-    both = bits & floats
-    docs = _ids(conn, "SELECT id FROM documents")
-    no_vector = [(d,) for d in sorted(docs) if vid_of(d, 0) not in both]
+    gaps = _rows_.VectorGaps(conn)
+    no_vector = [(d,) for d in sorted(gaps.no_document)]
     for (d,) in no_vector:  # a half-present slot (only in vec0 or only as floats) is freed
         _vectors.delete_slots(conn, d, [0])
     conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'doc_vector'", no_vector)
-    no_qvec = sorted({(int(d),) for d, pos in conn.execute(
-        "SELECT doc_id, position FROM hype_questions") if vid_of(int(d), int(pos)) not in both})
+    no_qvec = [(d,) for d in sorted(gaps.no_questions)]
     conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'hype_vectors'", no_qvec)
-    no_cvec = sorted({(int(d),) for d, pos in conn.execute(
-        "SELECT doc_id, position FROM document_chunks")
-        if vid_of(int(d), CHUNK_SLOT + int(pos)) not in both})
+    no_cvec = [(d,) for d in sorted(gaps.no_chunks)]
     conn.executemany("DELETE FROM derived WHERE doc_id = ? AND kind = 'chunk_vectors'", no_cvec)
     return [f"marked {len(no_vector) + len(no_qvec) + len(no_cvec)} document(s) for "
             "re-embedding"]
