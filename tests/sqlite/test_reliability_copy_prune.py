@@ -1,0 +1,74 @@
+"""The ``copy --prune`` write path of the SIGKILL harness
+(benchmarks/reliability_prune_path.py): it is registered like every other
+path, and its oracle is not blind -- it reports a document the source holds
+going missing, a deletion nobody announced, and anything else a re-run
+left besides exactly the source's documents."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+from benchmarks import reliability_paths as paths
+from benchmarks.reliability import _scenarios
+from benchmarks.reliability_docs import doc_path, open_store
+from benchmarks.reliability_paths import resume
+from benchmarks.reliability_prune_path import CopyPrune
+
+N = 20
+
+
+def _path(tmp_path: Path) -> CopyPrune:
+    path = CopyPrune("copy_prune", tmp_path, N, random.Random(0))
+    path.setup()
+    path.prepare(1)
+    return path
+
+
+def test_copy_prune_is_a_registered_write_path(tmp_path: Path) -> None:
+    assert "copy_prune" in paths.CRASH_PATHS
+    args = argparse.Namespace(trials=1, docs=N, deleters=None, ops=None, rounds=1,
+                              fuzz_inputs=1, backend="sqlite", seconds=1.0, fuzz=1)
+    assert "path:copy_prune" in [name for name, _ in _scenarios(args, tmp_path)]
+    spec = _path(tmp_path).spec(1)
+    assert spec["argv"][0] == "copy" and "--prune" in spec["argv"]
+
+
+def test_each_generation_prunes_a_fifth_that_is_under_the_mass_delete_limit(
+        tmp_path: Path) -> None:
+    path = _path(tmp_path)
+    assert path.doomed() == [doc_path(i) for i in range(N) if (i + 1) % 5 == 0]
+    assert len(path.doomed()) == N // 5
+
+
+def test_the_untouched_store_is_a_state_a_kill_may_leave(tmp_path: Path) -> None:
+    path = _path(tmp_path)
+    assert path.check_killed(1, 0) == (0, [], [])
+
+
+def test_a_deleted_document_the_source_holds_is_lost(tmp_path: Path) -> None:
+    path = _path(tmp_path)
+    with open_store(path.db, hype=False) as store:
+        store.delete(doc_path(0))  # generation 1's source holds document 0
+    assert path.lost(1, 0) == [f"{doc_path(0)}: gone, the source holds it"]
+
+
+def test_a_deletion_nobody_announced_is_counted(tmp_path: Path) -> None:
+    path = _path(tmp_path)
+    doomed = path.doomed()
+    with open_store(path.db, hype=False) as store:
+        store.delete(doomed[0])
+    assert path.lost(1, 0) == [f"1 deleted, announced [] (of {len(doomed)} the source lacks)"]
+    path.stderr(1).write_text(f"deleting {len(doomed)} document(s) the source does not have: "
+                              f"{doomed[0]} ... and {len(doomed) - 1} more\n")
+    assert path.lost(1, 0) == []
+
+
+def test_after_a_rerun_only_the_source_s_documents_are_right(tmp_path: Path) -> None:
+    path = _path(tmp_path)
+    assert resume(path.spec(1)) == 0
+    assert path.check_resumed(1) == []
+    with open_store(path.db, hype=False) as store:
+        store.upsert(doc_path(N + 1), title="not in the source", body="stray")
+    assert path.check_resumed(1) == [f"{doc_path(N + 1)}: unexpected"]
