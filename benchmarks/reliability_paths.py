@@ -138,18 +138,26 @@ def op_child(spec_json: str, go: str | None) -> None:
     sys.exit(code)
 
 
+RACER_MARKER = "m9x1"  # what a racing upsert writes
+
+
 def deleter_child(db: str, plan_json: str, go: str | None) -> None:
-    """Delete documents through the public API at planned moments after go;
-    prints {path: deleted?} and the errors seen."""
-    plan = json.loads(plan_json)  # [[seconds after go, path], ...]
-    out: dict[str, Any] = {"deleted": {}, "errors": []}
+    """Delete documents (or, for a plan entry ending in "upsert", write one)
+    through the public API at planned moments after go; prints {path:
+    deleted?}, {path: upsert result} and the errors seen."""
+    plan = json.loads(plan_json)  # [[seconds after go, path(, "upsert")], ...]
+    out: dict[str, Any] = {"deleted": {}, "upserted": {}, "errors": []}
     with KnowledgeStore.open(db, hype=False) as store:
         ready_and_wait(go)
         start = time.monotonic()
-        for at, path in plan:
+        for at, path, *action in plan:
             time.sleep(max(0.0, start + at - time.monotonic()))
             try:
-                out["deleted"][path] = store.delete(path)
+                if action == ["upsert"]:
+                    out["upserted"][path] = store.upsert(
+                        path, title=f"racer {RACER_MARKER}", body=f"raced in {RACER_MARKER}")
+                else:
+                    out["deleted"][path] = store.delete(path)
             except Exception as exc:
                 out["errors"].append(f"{type(exc).__name__}: {exc}")
     print(json.dumps(out), flush=True)

@@ -72,3 +72,22 @@ def test_after_a_rerun_only_the_source_s_documents_are_right(tmp_path: Path) -> 
     with open_store(path.db, hype=False) as store:
         store.upsert(doc_path(N + 1), title="not in the source", body="stray")
     assert path.check_resumed(1) == [f"{doc_path(N + 1)}: unexpected"]
+
+
+def test_the_prune_race_oracle_counts_deletions_the_copy_did_not_report(
+        tmp_path: Path) -> None:
+    from benchmarks.reliability_races import _judge_prune, racer_path
+
+    db = tmp_path / "kb.sqlite"
+    racers = [racer_path(0, k) for k in range(3)]
+    with open_store(db, hype=False) as store:
+        store.upsert(racers[0], title="racer m9x1", body="raced in m9x1")
+        store.upsert(racers[1], title="racer m3x3", body="someone else's m3x3")
+    stats = {"lost": 0, "samples": [], "racers_kept": 0, "racers_pruned": 0, "pruned": 0,
+             "unaccounted": 0}
+    # 5 extra documents and racers[2] went: the copy must report 6.
+    _judge_prune(db, 10, 5, racers, ['{"pruned": 6}'], stats)
+    assert (stats["unaccounted"], stats["racers_kept"], stats["racers_pruned"]) == (0, 2, 1)
+    assert stats["lost"] == 1 and "m3x3" in stats["samples"][0]  # racers[1] is not as written
+    _judge_prune(db, 10, 5, racers, ['{"pruned": 4}'], stats)
+    assert stats["unaccounted"] == 2
