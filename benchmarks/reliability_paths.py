@@ -218,7 +218,8 @@ def run_path_trials(name: str, workdir: Path, trials: int, n: int = 300,
         for trial in range(1, trials + 1):
             path.prepare(trial)
             start(proc, trial)
-            time.sleep(rng.uniform(0, window * 1.05))
+            kill_delay = getattr(path, "kill_delay", None)  # a path may aim its kills
+            time.sleep(kill_delay(window) if kill_delay else rng.uniform(0, window * 1.05))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 stats["killed_mid_way"] += 1

@@ -1,12 +1,15 @@
 """``kbstore copy SRC DST --prune`` under SIGKILL.
 
 DST holds documents some of which SRC lacks: every generation's source
-holds four fifths of the documents (a different fifth missing each time,
-the others at a new version, with HyPE questions and vectors), so each run
-adds the fifth the previous source lacked, updates the rest and deletes the
-fifth this source lacks (a quarter of DST: under the mass-delete limit, so
-no --force). The command says which documents it deletes before it does
-(stderr, kept per trial); it never asks for confirmation.
+holds three fifths of the documents (at a new version, with HyPE questions
+and vectors) and lacks two fifths, shifted by two fifths each time, so each
+run adds the two fifths the previous source lacked, updates the fifth both
+hold and deletes the two fifths only the previous one held (two fifths of
+DST once the copy has written: under the mass-delete limit, so no --force;
+more than one delete transaction at 200 documents). The command says which
+documents it deletes before it does (stderr, kept per trial); it never asks
+for confirmation. Half the kills land in the last third of the calibrated
+run time, where the deletions are.
 
 A kill may leave each document as it was or as the source holds it; a
 document the source lacks present (as it was) or deleted -- and deleted only
@@ -43,7 +46,7 @@ class CopyPrune(WritePath):
     @staticmethod
     def held(gen: int, i: int) -> bool:
         """Does generation ``gen``'s source hold document ``i``?"""
-        return (i + gen) % 5 != 0
+        return (i + 2 * gen) % 5 not in (0, 1)
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -64,8 +67,12 @@ class CopyPrune(WritePath):
                 store.upsert_many(make_docs([i for i in range(self.n) if self.held(gen, i)],
                                             marker(gen)))
         self.src = contents(self.source(gen))
-        self.stderr(gen).unlink(missing_ok=True)
+        # (the child, started before this, truncates its own stderr file)
         super().prepare(gen)
+
+    def kill_delay(self, window: float) -> float:
+        late = self.rng.random() < 0.5
+        return self.rng.uniform(window * 2 / 3 if late else 0, window * 1.05)
 
     def spec(self, gen: int) -> dict[str, Any]:
         return {"kind": "cli", "argv": ["copy", str(self.source(gen)), str(self.db), "--prune"],

@@ -35,11 +35,14 @@ def test_copy_prune_is_a_registered_write_path(tmp_path: Path) -> None:
     assert spec["argv"][0] == "copy" and "--prune" in spec["argv"]
 
 
-def test_each_generation_prunes_a_fifth_that_is_under_the_mass_delete_limit(
+def test_each_generation_prunes_two_fifths_under_the_mass_delete_limit(
         tmp_path: Path) -> None:
-    path = _path(tmp_path)
-    assert path.doomed() == [doc_path(i) for i in range(N) if (i + 1) % 5 == 0]
-    assert len(path.doomed()) == N // 5
+    path = _path(tmp_path)  # the seeded store holds all N; source 1 lacks i % 5 in (3, 4)
+    assert path.doomed() == [doc_path(i) for i in range(N) if i % 5 in (3, 4)]
+    assert resume(path.spec(1)) == 0
+    path.prepare(2)  # source 2 lacks i % 5 in (1, 2), held by source 1
+    assert path.doomed() == [doc_path(i) for i in range(N) if i % 5 in (1, 2)]
+    assert len(path.doomed()) == 2 * N // 5 < N // 2
 
 
 def test_the_untouched_store_is_a_state_a_kill_may_leave(tmp_path: Path) -> None:
