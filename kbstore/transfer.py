@@ -66,6 +66,22 @@ def _same_location(src: str, dst: str) -> bool:
         os.path.expanduser(dst))
 
 
+def _fingerprinted(location: str) -> bool:
+    """Does ``location`` hold a store with an embedder fingerprint (which it
+    keeps: it is opened with its own embedder)? False where there is none yet,
+    or where it cannot be read (the copy's own open says why)."""
+    from .backends import location_exists
+    from .store import KnowledgeStore
+
+    if not location_exists(location):
+        return False
+    try:
+        with KnowledgeStore.open(location, read_only=True, hype=False) as dst:
+            return dst.backend.fingerprint() is not None
+    except KBStoreError:
+        return False
+
+
 def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[str], *,
                embedder: Any = None, prune: bool = False, force: bool = False,
                batch_size: int | None = None,
@@ -87,7 +103,7 @@ def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[st
         raise KBStoreError("source and destination are the same knowledge base")
     with KnowledgeStore.open(src_loc, read_only=True, hype=False) as src:
         theirs = src.backend.fingerprint()
-        if embedder is None and theirs is not None:
+        if embedder is None and theirs is not None and not _fingerprinted(dst_loc):
             embedder = embedder_from_fingerprint(theirs,
                                                  model_dir=src.settings.nomic_model_dir)
         with KnowledgeStore.open(dst_loc, embedder, hype=False) as dst:
