@@ -23,7 +23,7 @@ from .errors import KBStoreError
 from .exchange import JsonlReport, _record, document_records, write_records
 from .model import Document, Skipped
 from .removal import plan_removal
-from .writer import Provided
+from .writer import Provided, batches
 
 META_COPIED = ("fusion",)  # stored search defaults a user may have tuned
 
@@ -87,12 +87,14 @@ def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[st
                batch_size: int | None = None,
                progress: Callable[[int], None] | None = None,
                on_total: Callable[[int], None] | None = None,
-               before_delete: Callable[[list[str]], None] | None = None) -> CopyReport:
+               before_delete: Callable[[list[str]], None] | None = None,
+               deleted: Callable[[int], None] | None = None) -> CopyReport:
     """Copy every document of ``source`` into ``destination`` (created if
     missing). ``embedder``: for a new destination only (default: the
     source's, so vectors are reused); an existing destination keeps its own.
     ``prune`` deletes destination documents the source does not have
-    (``before_delete`` sees them first) -- unless that looks like a mistake
+    (``before_delete`` sees them first; ``deleted`` is told after each
+    batch's transaction how many went) -- unless that looks like a mistake
     (:mod:`kbstore.removal`: an empty source, half the destination): then
     they are kept, with the reason in ``kept_reason``; ``force`` deletes
     them anyway."""
@@ -129,7 +131,10 @@ def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[st
             if removal.delete:
                 if before_delete is not None:
                     before_delete(removal.delete)
-                report.pruned = dst.delete_many(removal.delete)
+                for batch in batches(removal.delete, dst.settings.batch_size):
+                    report.pruned += dst.delete_many(batch)
+                    if deleted is not None:
+                        deleted(report.pruned)
             dst.backend.checkpoint()
     return report
 
