@@ -94,3 +94,26 @@ def test_the_prune_race_oracle_counts_deletions_the_copy_did_not_report(
     assert stats["lost"] == 1 and "m3x3" in stats["samples"][0]  # racers[1] is not as written
     _judge_prune(db, 10, 5, racers, ['{"pruned": 4}'], stats)
     assert stats["unaccounted"] == 2
+
+
+def test_the_copy_source_fuzzer_oracle_is_not_blind() -> None:
+    from types import SimpleNamespace as Result
+
+    from benchmarks.reliability_fuzz_copy import _judge
+
+    before = {"a": ("old a",), "b": ("old b",)}
+    held = {"a": ("new a",)}
+
+    def judged(code: int, after: dict, stdout: str = "", stderr: str = "Error: bad file\n",
+               exc: BaseException | None = None) -> str:
+        return _judge(Result(exit_code=code, stdout=stdout, stderr=stderr,
+                             exception=exc if exc is not None else SystemExit(code)),
+                      held, before, after, Path("unused"))
+
+    assert judged(1, before) == "skipped_with_reason"
+    assert judged(1, {"a": ("new a",)}) == "refused, destination changed"
+    assert judged(1, before, stderr="") == "refused without a reason"
+    assert judged(0, {"a": ("new a",)}, stdout='{"skipped": []}') == "accepted"
+    assert judged(0, {"a": ("new a",), "b": ("old b",)}, stdout='{"skipped": []}') \
+        == "copied, destination not the source's"
+    assert judged(1, before, exc=RuntimeError("boom")) == "crash"
