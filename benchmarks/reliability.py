@@ -66,7 +66,8 @@ PG_SCENARIOS = ("query_fuzz", "path", "race", "fuzz")
 # --backend postgres.
 SQLITE_ONLY = frozenset({"path:import_removals", "path:watch", "path:picobot_store",
                          "path:delete_many", "path:init", "path:restamp", "path:migrate",
-                         "race:delete_many", "race:restamp", "fuzz:delete_many"})
+                         "race:delete_many", "race:restamp", "fuzz:delete_many",
+                         "fuzz:copy_source"})
 
 
 # -- command line -------------------------------------------------------------

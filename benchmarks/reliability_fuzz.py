@@ -568,7 +568,14 @@ def fuzz_delete_many(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any
     return run(workdir, inputs, seed)
 
 
+def fuzz_copy_source(workdir: Path, inputs: int, seed: int = 0) -> dict[str, Any]:
+    """benchmarks/reliability_fuzz_copy.py: bad sources for copy --prune."""
+    from benchmarks.reliability_fuzz_copy import run
+
+    return run(workdir, inputs, seed)
+
+
 FUZZERS: dict[str, Callable[[Path, int], dict[str, Any]]] = {
     "files": fuzz_files, "jsonl": fuzz_jsonl, "npz": fuzz_npz, "llm_answers": fuzz_llm,
-    "delete_many": fuzz_delete_many,
+    "delete_many": fuzz_delete_many, "copy_source": fuzz_copy_source,
 }

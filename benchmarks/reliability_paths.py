@@ -2,10 +2,11 @@
 
 Each path is one real command (``kbstore import``, also removing files,
 ``hype``, ``reembed``, ``doctor --fix``, ``import-jsonl``, ``import-npz``,
-``export``, ``copy``, ``init``, ``migrate``, ``doctor --fix --embedder``) or API
-call (``upsert``, ``upsert_many``, ``delete_many``, a watcher's reconcile,
-picobot's ``store``; benchmarks/reliability_admin_paths.py has the paths that
-make, upgrade, restamp or thin out a store) run in a child process and killed at
+``export``, ``copy``, ``copy --prune`` (benchmarks/reliability_prune_path.py),
+``init``, ``migrate``, ``doctor --fix --embedder``) or API call (``upsert``,
+``upsert_many``, ``delete_many``, a watcher's reconcile, picobot's ``store``;
+benchmarks/reliability_admin_paths.py has the paths that make, upgrade,
+restamp or thin out a store) run in a child process and killed at
 a random moment inside its calibrated run time. After each kill the
 independent checker (:func:`benchmarks.reliability_check.check_store`, plain
 SQL) reads the file, the path's own rule is checked
@@ -32,6 +33,7 @@ from typing import Any
 
 from benchmarks.reliability_admin_paths import ADMIN_PATHS
 from benchmarks.reliability_docs import DIM, fake_hype, make_docs, open_store
+from benchmarks.reliability_prune_path import CopyPrune
 from benchmarks.reliability_workers import ready_and_wait
 from benchmarks.reliability_write_paths import PATHS, WritePath
 from kbstore import FakeEmbedder, KnowledgeStore
@@ -40,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CRASH_PATHS = ("upsert", "upsert_many", "import", "hype", "reembed", "doctor_fix",
                "import_jsonl", "import_npz", "export_jsonl", "export_markdown", "copy",
                "import_removals", "watch", "picobot_store",
-               *ADMIN_PATHS)  # delete_many, init, restamp, migrate
+               *ADMIN_PATHS,  # delete_many, init, restamp, migrate
+               "copy_prune")
 
 
 # -- running one operation ---------------------------------------------------------------
@@ -124,6 +127,10 @@ def op_child(spec_json: str, go: str | None) -> None:
     import kbstore.picobot  # noqa: F401
     import kbstore.watch  # noqa: F401
 
+    if spec.get("stderr"):  # what the command says (before a kill too), kept apart
+        fd = os.open(spec["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 2)
+        os.close(fd)
     with fake_hype():
         ready_and_wait(go)
         code = run_op(spec, child=True)
@@ -131,18 +138,26 @@ def op_child(spec_json: str, go: str | None) -> None:
     sys.exit(code)
 
 
+RACER_MARKER = "m9x1"  # what a racing upsert writes
+
+
 def deleter_child(db: str, plan_json: str, go: str | None) -> None:
-    """Delete documents through the public API at planned moments after go;
-    prints {path: deleted?} and the errors seen."""
-    plan = json.loads(plan_json)  # [[seconds after go, path], ...]
-    out: dict[str, Any] = {"deleted": {}, "errors": []}
+    """Delete documents (or, for a plan entry ending in "upsert", write one)
+    through the public API at planned moments after go; prints {path:
+    deleted?}, {path: upsert result} and the errors seen."""
+    plan = json.loads(plan_json)  # [[seconds after go, path(, "upsert")], ...]
+    out: dict[str, Any] = {"deleted": {}, "upserted": {}, "errors": []}
     with KnowledgeStore.open(db, hype=False) as store:
         ready_and_wait(go)
         start = time.monotonic()
-        for at, path in plan:
+        for at, path, *action in plan:
             time.sleep(max(0.0, start + at - time.monotonic()))
             try:
-                out["deleted"][path] = store.delete(path)
+                if action == ["upsert"]:
+                    out["upserted"][path] = store.upsert(
+                        path, title=f"racer {RACER_MARKER}", body=f"raced in {RACER_MARKER}")
+                else:
+                    out["deleted"][path] = store.delete(path)
             except Exception as exc:
                 out["errors"].append(f"{type(exc).__name__}: {exc}")
     print(json.dumps(out), flush=True)
@@ -169,7 +184,7 @@ def run_path_trials(name: str, workdir: Path, trials: int, n: int = 300,
     """SIGKILL ``name``'s command at random moments (``trials`` times), check
     the file after each kill, then run the command again to completion."""
     rng = random.Random(f"{name}-{seed}")
-    path = {**PATHS, **ADMIN_PATHS}[name](name, workdir, n, rng)
+    path = {**PATHS, **ADMIN_PATHS, "copy_prune": CopyPrune}[name](name, workdir, n, rng)
     path.setup()
     log = open(workdir / "children.log", "a")  # noqa: SIM115 - closed below
     stats: dict[str, Any] = {"trials": 0, "documents": n, "killed_mid_way": 0,
@@ -203,7 +218,8 @@ def run_path_trials(name: str, workdir: Path, trials: int, n: int = 300,
         for trial in range(1, trials + 1):
             path.prepare(trial)
             start(proc, trial)
-            time.sleep(rng.uniform(0, window * 1.05))
+            kill_delay = getattr(path, "kill_delay", None)  # a path may aim its kills
+            time.sleep(kill_delay(window) if kill_delay else rng.uniform(0, window * 1.05))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 stats["killed_mid_way"] += 1

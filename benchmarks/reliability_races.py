@@ -2,10 +2,17 @@
 
 Each operation (``kbstore import``, ``import-npz``, ``import-jsonl``,
 ``hype``, ``reembed``, ``doctor --fix``, also with ``--embedder`` on a file
-that lost its fingerprint, ``copy``, ``upsert_many`` or ``delete_many``) runs
-in a child process while another process deletes documents through the
-public API: deleted documents must stay deleted, nothing else may be lost,
-and neither process may see an error.
+that lost its fingerprint, ``copy``, ``copy --prune``, ``upsert_many`` or
+``delete_many``) runs in a child process while another process deletes
+documents through the public API: deleted documents must stay deleted,
+nothing else may be lost, and neither process may see an error.
+
+``copy --prune`` deletes the documents its source lacks (the ``extra`` ones):
+the racing process also writes new documents the source lacks. Each of those
+may be kept (written after the copy listed the destination) or deleted with
+the extra ones, and the deletions the copy reports (``--json``: ``pruned``)
+must be exactly the extra ones plus the racing documents that went:
+*unaccounted* counts the difference.
 """
 
 from __future__ import annotations
@@ -41,11 +48,11 @@ from benchmarks.reliability_path_inputs import (
     write_npz,
     write_workspace,
 )
-from benchmarks.reliability_paths import spawn_module
+from benchmarks.reliability_paths import RACER_MARKER, spawn_module
 from benchmarks.reliability_workers import start_together
 
 RACE_OPS = ("import", "upsert_many", "hype", "reembed", "doctor_fix", "import_jsonl",
-            "import_npz", "copy", "delete_many", "restamp")
+            "import_npz", "copy", "copy_prune", "delete_many", "restamp")
 NEW = marker(0)  # the version the raced operation writes
 
 
@@ -70,8 +77,9 @@ def _race_template(op: str, work: Path, n: int, extra: int
         "doctor_fix": ["doctor", "--fix"],
         "restamp": ["doctor", "--fix", "--embedder", "fake"],
         "copy": ["copy", str(work / "source.sqlite")],
+        "copy_prune": ["copy", "--prune", "--json", str(work / "source.sqlite")],
     }
-    if op == "copy":
+    if op in ("copy", "copy_prune"):
         with open_store(work / "source.sqlite", hype=False) as source:
             source.upsert_many(make_docs(range(n), NEW))
     if op == "import_npz":
@@ -97,17 +105,24 @@ def _with_db(spec: dict[str, Any], db: Path | str) -> dict[str, Any]:
     return {"kind": "cli", "argv": [command, "--db", str(db), *rest]}
 
 
-def _plans(victims: list[str], deleters: int, window: float, rng: random.Random
-           ) -> list[list[list[Any]]]:
+def racer_path(round_: int, k: int) -> str:
+    return f"projects/racer-{round_}-{k:03d}.md"
+
+
+def _plans(victims: list[str], deleters: int, window: float, rng: random.Random,
+           racers: list[str] | None = None) -> list[list[list[Any]]]:
     """Each deleter's [[seconds after go, path], ...]: the victims dealt out
     in turn, and with several deleters a quarter of them deleted by a second
-    one too (two processes deleting the same document at about the same time)."""
+    one too (two processes deleting the same document at about the same time);
+    then ``racers``, new documents written ([at, path, "upsert"])."""
     plans: list[list[list[Any]]] = [[] for _ in range(deleters)]
     for k, path in enumerate(victims):
         at = rng.uniform(0, window)
         plans[k % deleters].append([at, path])
         if deleters > 1 and rng.random() < 0.25:
             plans[(k + 1) % deleters].append([min(window, at + rng.uniform(0, 0.05)), path])
+    for k, path in enumerate(racers or []):
+        plans[k % deleters].append([rng.uniform(0, window), path, "upsert"])
     return [sorted(plan) for plan in plans]
 
 
@@ -119,11 +134,12 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
     documents at random moments of its calibrated run time, ``rounds`` times."""
     rng = random.Random(f"race-{op}-{seed}")
     template, spec = _race_template(op, workdir, n, extra)
-    content = spec["kind"] not in ("cli", "delete_many") or op.startswith("import") \
-        or op == "copy"
+    content = spec["kind"] not in ("cli", "delete_many") or op.startswith(("import", "copy"))
     stats: dict[str, Any] = {"rounds": rounds, "ops": ops, "deleters": deleters, "deletes": 0,
                              "resurrected": 0, "lost": 0, "errors": [], "store_damage": [],
                              "samples": []}
+    if op == "copy_prune":
+        stats.update(upserts=0, racers_kept=0, racers_pruned=0, pruned=0, unaccounted=0)
 
     def fresh(name: str) -> Path | str:
         db = clone_store(template, workdir, name)
@@ -145,11 +161,14 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
         stats["errors"].append(f"calibration run exited {proc.returncode}")
     for r in range(rounds):
         db = fresh(f"round-{r}")
-        inside = rng.sample(range(n), deletes // 2) if content else []
-        # delete_many's own documents (0..n-1) are not the deleter's to race for.
+        inside = rng.sample(range(n), deletes if op == "copy_prune" else deletes // 2) \
+            if content else []
+        # delete_many's own documents (0..n-1) are not the deleter's to race for;
+        # copy --prune's extra ones are its own to delete.
         low = n if content or op == "delete_many" else 0
         victims = [doc_path(i) for i in inside + rng.sample(range(low, n + extra),
                                                             deletes - len(inside))]
+        racers = [racer_path(r, k) for k in range(deletes // 2)] if op == "copy_prune" else []
         go = workdir / f"go-{r}"
         errs = [open(workdir / f"{who}-{r}.err", "w+")  # noqa: SIM115 - closed below
                 for who in [*(f"op{k}" for k in range(ops)),
@@ -159,8 +178,8 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
                                   "--go", go, stderr=err) for err in errs[:ops]]
             procs += [spawn_module("deleter", "--db", db, "--plan", json.dumps(plan),
                                    "--go", go, stderr=err)
-                      for plan, err in zip(_plans(victims, deleters, window, rng), errs[ops:],
-                                           strict=True)]
+                      for plan, err in zip(_plans(victims, deleters, window, rng, racers),
+                                           errs[ops:], strict=True)]
             start_together(procs, go)
             outs = [proc.communicate(timeout=600)[0] or "" for proc in procs]
             for err in errs:
@@ -182,22 +201,27 @@ def run_race(op: str, workdir: Path, rounds: int = 1, n: int = 300, extra: int =
                 {"deleted": {}, "errors": [f"deleter exited {proc.returncode}"]}
             stats["errors"] += result["errors"]
             stats["deletes"] += sum(result["deleted"].values())
+            if op == "copy_prune":
+                stats["upserts"] += len(result.get("upserted", {}))
         _judge_race(op, db, n, extra, set(victims), stats)
+        if op == "copy_prune":
+            _judge_prune(db, n, extra, racers, outs[:ops], stats)
     return stats
 
 
 def _judge_race(op: str, db: Path | str, n: int, extra: int, victims: set[str],
                 stats: dict[str, Any]) -> None:
     now = contents(db)
-    content = op in ("import", "import_npz", "import_jsonl", "upsert_many", "copy")
+    content = op in ("import", "import_npz", "import_jsonl", "upsert_many", "copy",
+                     "copy_prune")
     resurrected, lost = [], []
     for i in range(n + extra):
         path = doc_path(i)
         have = next(iter(markers(now[path][0])), "?") if path in now else None
         written = content and i < n
-        if op == "delete_many" and i < n:
+        if op in ("delete_many", "copy_prune") and (i < n) == (op == "delete_many"):
             if have is not None:
-                resurrected.append(f"{path}: {have} (deleted by delete_many)")
+                resurrected.append(f"{path}: {have} (deleted by {op})")
         elif path in victims:
             # Deleted before the operation wrote it: the new version is right.
             if have is not None and not (written and have == NEW):
@@ -217,3 +241,27 @@ def _judge_race(op: str, db: Path | str, n: int, extra: int, victims: set[str],
     stats["lost"] += len(lost)
     stats["store_damage"] += damage
     stats["samples"] = (stats["samples"] + resurrected[:3] + lost[:3])[:10]
+
+
+def _judge_prune(db: Path | str, n: int, extra: int, racers: list[str], outs: list[str],
+                 stats: dict[str, Any]) -> None:
+    """copy --prune: each racing document kept as written or deleted, and the
+    copy's reported deletions exactly the extra documents plus the racing
+    ones that went."""
+    now = contents(db)
+    pruned = 0
+    for out in outs:
+        reports = [line for line in out.splitlines() if line.startswith("{")]
+        pruned += int(json.loads(reports[-1]).get("pruned", 0)) if reports else 0
+    kept = [p for p in racers if p in now]
+    wrong = [p for p in kept if markers(now[p][0]) != {RACER_MARKER}]
+    stats["lost"] += len(wrong)
+    stats["samples"] = (stats["samples"] + [f"{p}: {now[p][0]}" for p in wrong[:3]])[:10]
+    stats["racers_kept"] += len(kept)
+    stats["racers_pruned"] += len(racers) - len(kept)
+    stats["pruned"] += pruned
+    if pruned != extra + len(racers) - len(kept):
+        stats["unaccounted"] += abs(pruned - (extra + len(racers) - len(kept)))
+        stats["samples"] = (stats["samples"] + [
+            f"copy --prune reported {pruned} deleted; {extra} extra and "
+            f"{len(racers) - len(kept)} racing documents went"])[:10]

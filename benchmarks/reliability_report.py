@@ -75,9 +75,13 @@ def render(results: dict[str, Any], backend: str = "sqlite") -> str:
                 "*resurrected*: a deleted document came back in its old version; *lost*: a "
                 "document (or, for hype, its questions) that was not deleted is missing or "
                 "wrong; *errors*: anything either process saw (a 'database is locked' "
-                "counts); *store damage*: half-indexed rows after both finished.", ""]
-        out += _table(races, "operation", RACE_COLUMNS, ("ops", "deleters", "window_seconds",
-                                                          "load"))
+                "counts); *store damage*: half-indexed rows after both finished. copy_prune: the "
+                "racing process also writes new documents the source lacks (*upserts*); "
+                "*racers pruned*: those the copy deleted with the ones the source lacks; "
+                "*unaccounted*: deletions the copy's report does not match.", ""]
+        out += _table(races, "operation", RACE_COLUMNS, ("upserts", "racers_pruned",
+                                                          "unaccounted", "ops", "deleters",
+                                                          "window_seconds", "load"))
         out.append("")
     fuzzers = results.get("fuzzers", {})
     if fuzzers:

@@ -43,7 +43,9 @@ __all__ = ["ExchangeError", "export_fingerprint", "export_jsonl", "export_markdo
 
 
 def _floats(blob: bytes | None) -> list[float] | None:
-    if blob is None:
+    """A stored vector as floats; None for none, or for a blob cut short (not
+    a whole number of float32s: damaged, so not reusable)."""
+    if blob is None or len(blob) % 4:
         return None
     import numpy as np
 

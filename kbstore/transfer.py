@@ -23,7 +23,7 @@ from .errors import KBStoreError
 from .exchange import JsonlReport, _record, document_records, write_records
 from .model import Document, Skipped
 from .removal import plan_removal
-from .writer import Provided
+from .writer import Provided, batches
 
 META_COPIED = ("fusion",)  # stored search defaults a user may have tuned
 
@@ -66,17 +66,35 @@ def _same_location(src: str, dst: str) -> bool:
         os.path.expanduser(dst))
 
 
+def _fingerprinted(location: str) -> bool:
+    """Does ``location`` hold a store with an embedder fingerprint (which it
+    keeps: it is opened with its own embedder)? False where there is none yet,
+    or where it cannot be read (the copy's own open says why)."""
+    from .backends import location_exists
+    from .store import KnowledgeStore
+
+    if not location_exists(location):
+        return False
+    try:
+        with KnowledgeStore.open(location, read_only=True, hype=False) as dst:
+            return dst.backend.fingerprint() is not None
+    except KBStoreError:
+        return False
+
+
 def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[str], *,
                embedder: Any = None, prune: bool = False, force: bool = False,
                batch_size: int | None = None,
                progress: Callable[[int], None] | None = None,
                on_total: Callable[[int], None] | None = None,
-               before_delete: Callable[[list[str]], None] | None = None) -> CopyReport:
+               before_delete: Callable[[list[str]], None] | None = None,
+               deleted: Callable[[int], None] | None = None) -> CopyReport:
     """Copy every document of ``source`` into ``destination`` (created if
     missing). ``embedder``: for a new destination only (default: the
     source's, so vectors are reused); an existing destination keeps its own.
     ``prune`` deletes destination documents the source does not have
-    (``before_delete`` sees them first) -- unless that looks like a mistake
+    (``before_delete`` sees them first; ``deleted`` is told after each
+    batch's transaction how many went) -- unless that looks like a mistake
     (:mod:`kbstore.removal`: an empty source, half the destination): then
     they are kept, with the reason in ``kept_reason``; ``force`` deletes
     them anyway."""
@@ -87,7 +105,7 @@ def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[st
         raise KBStoreError("source and destination are the same knowledge base")
     with KnowledgeStore.open(src_loc, read_only=True, hype=False) as src:
         theirs = src.backend.fingerprint()
-        if embedder is None and theirs is not None:
+        if embedder is None and theirs is not None and not _fingerprinted(dst_loc):
             embedder = embedder_from_fingerprint(theirs,
                                                  model_dir=src.settings.nomic_model_dir)
         with KnowledgeStore.open(dst_loc, embedder, hype=False) as dst:
@@ -113,7 +131,10 @@ def copy_store(source: str | os.PathLike[str], destination: str | os.PathLike[st
             if removal.delete:
                 if before_delete is not None:
                     before_delete(removal.delete)
-                report.pruned = dst.delete_many(removal.delete)
+                for batch in batches(removal.delete, dst.settings.batch_size):
+                    report.pruned += dst.delete_many(batch)
+                    if deleted is not None:
+                        deleted(report.pruned)
             dst.backend.checkpoint()
     return report
 

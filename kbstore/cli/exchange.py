@@ -277,17 +277,26 @@ def copy_cmd(source: str, destination: str, embedder: str | None, prune: bool,
                    "rerun with --prune --force to delete them" if prune else "")
         return
     committed = Committed(done="copied")
+    doomed = [0]
 
     def on_total(total: int) -> None:
         committed.total, committed.bar = total, progress_bar(total, "copy")
+
+    def before_delete(paths: list[str]) -> None:
+        announce_deletions(paths, "the source does not have")
+        doomed[0] = len(paths)
+        deleted(0)
+
+    def deleted(count: int) -> None:  # what a Ctrl-C from now on reports
+        committed.done = (f"copied; {count} of {doomed[0]} documents the source does not "
+                          "have deleted")
 
     try:
         with committed.on_interrupt():
             report = copy_store(source, destination, embedder=embedder, prune=prune,
                                 force=force, batch_size=batch_size, on_total=on_total,
-                                progress=committed,
-                                before_delete=lambda paths: announce_deletions(
-                                    paths, "the source does not have"))
+                                progress=committed, before_delete=before_delete,
+                                deleted=deleted)
     finally:
         if committed.bar is not None:
             committed.bar.close()

@@ -152,3 +152,24 @@ def test_import_jsonl_into_a_store_of_another_model_says_it_embedded_again(
         0, 3, 3)
     assert "the vectors of 3 record(s) were made by another embedder" in result.stderr
     assert _status(run_cli, dst)["embedder"]["dim"] == 32  # one model's vectors only
+
+
+def test_copy_into_an_existing_store_of_another_embedder_keeps_its_own(
+        backend: Any, run_cli: Any) -> None:
+    """An existing destination keeps its own embedder (the documents are
+    embedded again with it). Formerly the destination was opened with the
+    source's embedder and the copy refused, telling the user to reembed
+    the destination."""
+    src, dst = backend("src"), backend("dst")
+    with KnowledgeStore.open(src, FakeEmbedder(32), hype=False) as store:
+        for i in range(4):
+            store.upsert(f"projects/new-{i}.md", title=f"new {i}", body=f"new note {i}")
+    ours = _fill(dst, "old", 4)
+    result = run_cli("copy", src, dst)
+    assert result.exit_code == 0, result.output
+    assert "embedded 4 document(s)" in result.stdout and "reused 0 vectors" in result.stdout
+    with KnowledgeStore.open(dst, read_only=True) as store:
+        assert store.embedder.fingerprint() == FakeEmbedder(16).fingerprint()
+        assert store.paths() == sorted([f"projects/new-{i}.md" for i in range(4)] + ours)
+    refused = run_cli("copy", src, dst, "--embedder", "fake")  # asked for: a real mismatch
+    assert refused.exit_code == 1 and "was embedded with fake:hashing-bow:16" in refused.stderr

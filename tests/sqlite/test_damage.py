@@ -140,3 +140,22 @@ def test_an_interrupted_reembed_is_noted_and_resumed(db: Path) -> None:
         assert store.status()["embedder"]["dim"] == 32
         assert not store.status()["rebuild_in_progress"]
     works(db)
+
+
+def test_copy_from_a_store_with_a_truncated_vector_embeds_that_document_again(
+        tmp_path: Path) -> None:
+    """A vector blob cut short in the source (not a whole number of floats)
+    is not reusable: that document is embedded again. Formerly the copy
+    stopped with numpy's 'buffer size must be a multiple of element size',
+    and every re-run stopped at the same document."""
+    src, dst = tmp_path / "src.sqlite", tmp_path / "dst.sqlite"
+    with KnowledgeStore.open(src, FakeEmbedder(64), hype=False) as store:
+        for i in range(5):
+            store.upsert(f"projects/n-{i}.md", title=f"n {i}", body=f"note {i}")
+    shell(src, "UPDATE vector_data SET embedding = x'0000' "
+               "WHERE vector_id = (SELECT min(vector_id) FROM vector_data)")
+    result = run("copy", str(src), str(dst))
+    assert result.exit_code == 0, result.output
+    assert "reused 4 vectors" in result.output and "embedded 1 document(s)" in result.output
+    with KnowledgeStore.open(dst, read_only=True) as store:
+        assert len(store) == 5 and diagnose(store).ok

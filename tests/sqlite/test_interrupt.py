@@ -103,3 +103,58 @@ def test_ctrl_c_during_copy_says_what_was_copied(tmp_path: Path) -> None:
     assert 0 < copied < N
     assert stopped.stderr.rstrip().endswith(
         f"stopped: {copied} of {N} documents copied; run the same command again to continue")
+
+
+# copy --prune with a store whose deletions take 0.6 s a batch.
+SLOW_DELETE_CLI = """
+import sys, time
+from kbstore import store
+real = store.KnowledgeStore.delete_many
+def slow(self, paths):
+    time.sleep(0.6)
+    return real(self, paths)
+store.KnowledgeStore.delete_many = slow
+from kbstore.cli import main
+sys.argv = ["kbstore", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+def test_ctrl_c_while_copy_prune_deletes_says_how_many_were_deleted(tmp_path: Path) -> None:
+    """Formerly it said only 'stopped: 400 of 400 documents copied', as if the
+    copy had finished, without a word on the deletions it had announced."""
+    import re
+    import shutil
+
+    src, dst = tmp_path / "src.sqlite", tmp_path / "dst.sqlite"
+    ws = _workspace(tmp_path / "ws")
+    done = subprocess.run([sys.executable, "-m", "kbstore", "import", "--db", str(src), str(ws),
+                           "--embedder", "fake"], env=_env(), capture_output=True, timeout=300)
+    assert done.returncode == 0
+    shutil.copyfile(src, dst)
+    extra = 150  # three delete batches; 150 of 550 is under the mass-delete limit
+    with KnowledgeStore.open(dst, hype=False) as store:
+        for i in range(extra):
+            store.upsert(f"projects/extra-{i:03}.md", title=f"extra {i}", body=f"extra {i}")
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_DELETE_CLI, "copy", str(src), str(dst),
+                             "--prune"], env=_env(), text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    seen = ""
+    while "deleting" not in seen and proc.poll() is None:
+        seen += proc.stderr.readline()
+    time.sleep(0.9)  # inside the second batch's delete (the third's at worst)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, seen + err
+    left = _count(dst) - N
+    found = re.search(rf"stopped: {N} of {N} documents copied; (\d+) of {extra} documents the "
+                      r"source does not have deleted; run the same command again to continue",
+                      err)
+    assert found, err
+    assert int(found.group(1)) == extra - left and left > 0
+    again = subprocess.run([sys.executable, "-m", "kbstore", "copy", str(src), str(dst),
+                            "--prune"], env=_env(), text=True, capture_output=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert _count(dst) == N

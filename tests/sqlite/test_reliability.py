@@ -361,6 +361,7 @@ def test_a_delete_racing_a_long_operation_sticks(tmp_path: Path, op: str) -> Non
     assert stats["errors"] == []
     assert stats["deletes"] == 10  # every planned delete found its document
     assert (stats["resurrected"], stats["lost"]) == (0, 0), stats["samples"]
+    assert stats.get("unaccounted", 0) == 0, stats["samples"]
     assert stats["store_damage"] == []
 
 
