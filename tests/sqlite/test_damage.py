@@ -140,3 +140,27 @@ def test_an_interrupted_reembed_is_noted_and_resumed(db: Path) -> None:
         assert store.status()["embedder"]["dim"] == 32
         assert not store.status()["rebuild_in_progress"]
     works(db)
+
+
+@pytest.mark.parametrize("blob", ["x'0102'", "zeroblob(512)", "'not a vector'", "12"])
+@pytest.mark.parametrize("vec_plan", ["exact", "bits"])
+def test_a_vector_of_the_wrong_size_or_type_costs_search_only_that_vector(
+        db: Path, blob: str, vec_plan: str) -> None:
+    # Document 4's vector and one of document 5's question vectors: the rest
+    # of the store still searches by vector, doctor names both, --fix
+    # re-embeds them without touching any text.
+    shell(db, f"UPDATE vector_data SET embedding = {blob} WHERE vector_id IN "
+          "((SELECT id FROM documents WHERE path = 'projects/n4.md') * 32, "
+          " (SELECT id FROM documents WHERE path = 'projects/n5.md') * 32 + 1)")
+    with KnowledgeStore.open(db, read_only=True) as store:
+        hits = store.search("rollback 3", explain=True, vec_plan=vec_plan)
+        assert hits[0].path == "projects/n3.md" and hits[0].explain["ranks"]["vector"]
+        assert "projects/n4.md" in {h.path for h in store.search("rollback 4", vec_plan=vec_plan)}
+        checks = {c.name: c for c in diagnose(store).problems}
+    assert set(checks) == {"invalid_vectors"} and checks["invalid_vectors"].count == 2
+    assert run("search", "--db", db, "rollback").exit_code == 0
+    fixed(db)
+    assert problems(db) == set()
+    works(db)
+    with KnowledgeStore.open(db, read_only=True) as store:
+        assert store.get("projects/n4.md").body == "deploy rollback 4"

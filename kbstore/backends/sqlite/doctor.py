@@ -264,7 +264,7 @@ def _orphans(rows: dict[int, int], ids: set[int], slots: set[tuple[int, int]]) -
 
 def _vector_rows(conn: Connection) -> tuple[set[int], set[int]]:
     """Vector ids of the float copies that are unusable (NaN, infinite,
-    zero, wrong size) and of the valid ones whose sign bits are missing or
+    zero, wrong size, not a BLOB) and of the valid ones whose sign bits are missing or
     wrong (schema v5; a v3/v4 file read as it is has no bits column)."""
     import numpy as np
 
@@ -273,7 +273,9 @@ def _vector_rows(conn: Connection) -> tuple[set[int], set[int]]:
     bad, stale = set(), set()
     for vid, emb, bits in conn.execute("SELECT vector_id, embedding, "
                                        f"{'bits' if has_bits else 'NULL'} FROM vector_data"):
-        vec = np.frombuffer(emb, dtype=np.float32) if len(emb) % 4 == 0 else None
+        # text or a number written in the shell is as unusable as a short blob
+        usable = isinstance(emb, bytes) and len(emb) % 4 == 0
+        vec = np.frombuffer(emb, dtype=np.float32) if usable else None
         if vec is None or vec.shape != (dim,) or not np.all(np.isfinite(vec)) or not vec.any():
             bad.add(int(vid))
         elif has_bits and bits != _vectors.sign_bits([emb])[0]:
