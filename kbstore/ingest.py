@@ -180,6 +180,7 @@ def make_document(path: str, *, title: str, body: str,
     if not isinstance(title, str) or not isinstance(body, str):
         raise InvalidDocumentError("title and body must be strings")
     body = _check_text("body", body, None)
+    check_entry_size(body)  # every way in (API, JSONL, picobot) has the limit of a file
     title = _check_text("title", title.strip(), MAX_TITLE_CHARS) or PurePosixPath(path).stem
     clean_tags = normalize_tags(tags)
     created_iso = _field_date("created", created)
