@@ -94,6 +94,10 @@ def check_title(title: Any) -> str:
         raise InvalidDocumentError("title must be a non-empty string")
     if "\x00" in title:
         raise InvalidDocumentError("title contains a NUL byte")
+    try:  # checked here, or the body (which carries the title as its heading) is blamed
+        title.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidDocumentError("title is not valid UTF-8 (lone surrogates)") from None
     # One spelling per title: 'é' composed and 'e'+U+0301 name the same file.
     title = " ".join(unicodedata.normalize("NFC", title).split())
     if title.startswith(("/", "\\", "~")) or _DRIVE.match(title) or any(
