@@ -19,6 +19,7 @@ from .errors import (
     ReadOnlyError,
     SchemaOutdatedError,
     SchemaTooNewError,
+    WriteLockTimeoutError,
 )
 
 if TYPE_CHECKING:
@@ -77,5 +78,6 @@ __all__ = [
     "SchemaOutdatedError",
     "SchemaTooNewError",
     "Settings",
+    "WriteLockTimeoutError",
     "get_embedder",
 ]

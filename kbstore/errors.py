@@ -61,6 +61,10 @@ class InvalidDocumentError(KBStoreError, ValueError):
     """A document (path, title, tags, dates) cannot be stored as given."""
 
 
+class WriteLockTimeoutError(KBStoreError):
+    """Another process held the write lock for longer than the busy timeout."""
+
+
 class DeletionRefusedError(KBStoreError):
     """A removal looked like a mistake (e.g. an empty folder) and was not confirmed."""
 

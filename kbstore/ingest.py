@@ -23,6 +23,7 @@ not interpreted at all. A UTF-8 byte-order mark and CRLF line ends are fine.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import logging
 import os
 import re
@@ -180,6 +181,7 @@ def make_document(path: str, *, title: str, body: str,
     if not isinstance(title, str) or not isinstance(body, str):
         raise InvalidDocumentError("title and body must be strings")
     body = _check_text("body", body, None)
+    check_entry_size(body)  # every way in (API, JSONL, picobot) has the limit of a file
     title = _check_text("title", title.strip(), MAX_TITLE_CHARS) or PurePosixPath(path).stem
     clean_tags = normalize_tags(tags)
     created_iso = _field_date("created", created)
@@ -543,10 +545,25 @@ def scan_workspace(workspace: str | os.PathLike[str]) -> Iterator[tuple[str, Pat
                 yield _printable(rel), file, _skip_reason(root, file, rel)
 
 
+SYMLINK_LOOP = "symlink loop (it never reaches a file)"
+
+
 def _skip_reason(root: Path, file: Path, rel: str) -> str:
     if not _is_utf8(rel):
         return "file name is not valid UTF-8"
+    if _loops(file):
+        return SYMLINK_LOOP
     return "" if _inside(root, file) else "symlink points outside the root"
+
+
+def _loops(file: Path) -> bool:
+    """A symlink that leads back to itself (Path.resolve raises RuntimeError
+    for it before Python 3.13)."""
+    try:
+        os.stat(file)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _printable(rel: str) -> str:

@@ -94,6 +94,10 @@ def check_title(title: Any) -> str:
         raise InvalidDocumentError("title must be a non-empty string")
     if "\x00" in title:
         raise InvalidDocumentError("title contains a NUL byte")
+    try:  # checked here, or the body (which carries the title as its heading) is blamed
+        title.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidDocumentError("title is not valid UTF-8 (lone surrogates)") from None
     # One spelling per title: 'é' composed and 'e'+U+0301 name the same file.
     title = " ".join(unicodedata.normalize("NFC", title).split())
     if title.startswith(("/", "\\", "~")) or _DRIVE.match(title) or any(
@@ -112,6 +116,23 @@ def _existing_created(path: Path) -> Any:
         return frontmatter.loads(path.read_text(encoding="utf-8")).metadata.get("created")
     except Exception:  # an unreadable old file just gets a fresh date
         return None
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _as_on_disk(folder: Path, name: str) -> str:
+    """``name`` as the folder spells it: a note made on macOS (or synced from
+    there) has a decomposed name ('cafe' + U+0301), which Linux keeps as
+    another file than the composed 'café.md' the slug gives."""
+    if name.isascii():
+        return name
+    try:
+        spellings = [e for e in os.listdir(folder) if e != name and _nfc(e) == name]
+    except OSError:
+        return name
+    return name if os.path.lexists(folder / name) or not spellings else min(spellings)
 
 
 class KnowledgeBase:
@@ -261,14 +282,14 @@ class KnowledgeBase:
         (case and spacing aside). A file of another title -- 'C++ tips' and
         'C# tips' share a slug -- or one that cannot be read is never
         written over."""
-        wanted = title.casefold().split()
+        wanted = _nfc(title).casefold().split()
         for n in range(1, MAX_SAME_SLUG + 1):
-            name = f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
+            name = _as_on_disk(self.base / topic, f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
             rel, target = f"{topic}/{name}", self.base / topic / name
             if not os.path.lexists(target):
                 return rel, target, True
             try:
-                if parse_file(target, rel).title.casefold().split() == wanted:
+                if _nfc(parse_file(target, rel).title).casefold().split() == wanted:
                     return rel, target, False
             except (InvalidDocumentError, OSError):
                 pass

@@ -193,11 +193,10 @@ class KnowledgeStore:
                updated: Any = None) -> str:
         """Store one document; returns 'added', 'updated' or 'unchanged'.
         topic/doc_type are derived from the path when omitted."""
-        from .ingest import check_entry_size, make_document
+        from .ingest import make_document
 
         doc = make_document(path, title=title, body=body, tags=tags, topic=topic,
                             doc_type=doc_type, created=created, updated=updated)
-        check_entry_size(doc.body)
         report = self.upsert_many([doc])
         return "added" if report.added else "updated" if report.updated else "unchanged"
 

@@ -628,3 +628,20 @@ def test_copy_prune_lists_what_it_deletes_before_deleting(tmp_path: Path, run_cl
     assert "deleting 1 document(s) the source does not have: projects/old.md" in pruned.stderr
     with KnowledgeStore.open(dst, FakeEmbedder(16)) as store:
         assert store.paths() == ["projects/a.md"]
+
+
+def test_jsonl_body_over_the_entry_limit_is_skipped_and_the_stored_one_kept(  # type: ignore[no-untyped-def]
+        tmp_path, store):
+    """import-jsonl applies the 2 MiB entry limit of upsert and of a file:
+    a 3 MB body is skipped with its line (it was stored whole, and its
+    markdown export became a file import skips)."""
+    store.upsert("projects/big.md", title="Big", body="the small version")
+    lines = [json.dumps({"path": "projects/big.md", "title": "Big", "body": "x" * 3_000_000}),
+             json.dumps({"path": "projects/ok.md", "title": "OK", "body": "fits"})]
+    file = tmp_path / "big.jsonl"
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = import_jsonl(store, file)
+    assert [(s.path, "2097152-byte limit" in s.reason) for s in report.skipped] == [
+        (f"{file}:1", True)]
+    assert store.get("projects/big.md").body == "the small version"
+    assert store.paths() == ["projects/big.md", "projects/ok.md"]

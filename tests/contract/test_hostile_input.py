@@ -171,6 +171,30 @@ def test_cli_import_prints_each_skipped_file_and_its_reason(
                             "projects/escape.md"}
 
 
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_a_symlink_loop_is_skipped_with_a_reason_and_the_store_kept(
+        workspace: Path, location: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """A .md symlink loop (a.md -> b.md -> a.md, self.md -> self.md) stopped
+    the scan with a traceback before anything was read."""
+    db = location
+    KnowledgeStore.open(db, FakeEmbedder(64), hype=False).close()
+    assert run_cli("import", "--db", db, "--no-hype", workspace).exit_code == 0
+    k = workspace / "knowledge" / "projects"
+    (k / "loop-a.md").symlink_to("loop-b.md")
+    (k / "loop-b.md").symlink_to("loop-a.md")
+    (k / "self.md").symlink_to("self.md")
+    _write(k / "after.md", "# After\nwritten next to the loop\n")
+    result = run_cli("import", "--db", db, "--no-hype", "--json", workspace)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    skipped = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert set(skipped) == {"projects/loop-a.md", "projects/loop-b.md", "projects/self.md"}
+    assert all("symlink loop" in reason for reason in skipped.values()), skipped
+    assert (report["added"], report["deleted"]) == (1, 0)
+    with KnowledgeStore.open(db, read_only=True) as store:
+        assert len(store) == 4 and store.get("projects/after.md") is not None
+
+
 @pytest.mark.parametrize("path", [
     "../x.md", "../../etc/passwd.md", "/etc/x.md", "projects/../../x.md", "projects/./x.md",
     "projects//x.md", "projects\\..\\x.md", "projects/x\x00.md", "projects/caf\udce9.md",

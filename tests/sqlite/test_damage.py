@@ -159,3 +159,27 @@ def test_copy_from_a_store_with_a_truncated_vector_embeds_that_document_again(
     assert "reused 4 vectors" in result.output and "embedded 1 document(s)" in result.output
     with KnowledgeStore.open(dst, read_only=True) as store:
         assert len(store) == 5 and diagnose(store).ok
+
+
+@pytest.mark.parametrize("blob", ["x'0102'", "zeroblob(512)", "'not a vector'", "12"])
+@pytest.mark.parametrize("vec_plan", ["exact", "bits"])
+def test_a_vector_of_the_wrong_size_or_type_costs_search_only_that_vector(
+        db: Path, blob: str, vec_plan: str) -> None:
+    # Document 4's vector and one of document 5's question vectors: the rest
+    # of the store still searches by vector, doctor names both, --fix
+    # re-embeds them without touching any text.
+    shell(db, f"UPDATE vector_data SET embedding = {blob} WHERE vector_id IN "
+          "((SELECT id FROM documents WHERE path = 'projects/n4.md') * 32, "
+          " (SELECT id FROM documents WHERE path = 'projects/n5.md') * 32 + 1)")
+    with KnowledgeStore.open(db, read_only=True) as store:
+        hits = store.search("rollback 3", explain=True, vec_plan=vec_plan)
+        assert hits[0].path == "projects/n3.md" and hits[0].explain["ranks"]["vector"]
+        assert "projects/n4.md" in {h.path for h in store.search("rollback 4", vec_plan=vec_plan)}
+        checks = {c.name: c for c in diagnose(store).problems}
+    assert set(checks) == {"invalid_vectors"} and checks["invalid_vectors"].count == 2
+    assert run("search", "--db", db, "rollback").exit_code == 0
+    fixed(db)
+    assert problems(db) == set()
+    works(db)
+    with KnowledgeStore.open(db, read_only=True) as store:
+        assert store.get("projects/n4.md").body == "deploy rollback 4"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbstore import FakeEmbedder
+from kbstore import FakeEmbedder, InvalidDocumentError
 from kbstore import picobot as picobot_module
 from kbstore.picobot import KnowledgeBase
 
@@ -117,4 +118,33 @@ def test_composed_and_decomposed_titles_name_one_file(tmp_path: Path) -> None:
     second = kb.store("user", "Cafe\u0301", "Likes ristretto.")
     assert first == second
     assert len(list((tmp_path / "kb").rglob("*.md"))) == 1
+    kb.close()
+
+
+def test_a_note_whose_file_name_is_decomposed_is_updated_not_twinned(tmp_path: Path) -> None:
+    """A note made on macOS or synced from there has a decomposed file name
+    (cafe + U+0301.md, title 'Cafe' + U+0301): storing the title 'Café'
+    again must update that file, not write a composed café.md beside it."""
+    folder = tmp_path / "kb" / "user"
+    folder.mkdir(parents=True)
+    (folder / "cafe\u0301.md").write_text("---\ntitle: Cafe\u0301\n---\nLikes espresso.\n",
+                                          encoding="utf-8")
+    kb = KnowledgeBase(base_path=tmp_path / "kb", data_dir=tmp_path / "d",
+                       embedder=FakeEmbedder(64), hype=False)
+    rel = kb.store("user", "Caf\u00e9", "Likes ristretto.")
+    assert rel == "user/cafe\u0301.md"
+    assert os.listdir(folder) == ["cafe\u0301.md"]
+    assert "ristretto" in (folder / "cafe\u0301.md").read_text(encoding="utf-8")
+    assert kb.knowledge_store.paths() == ["user/cafe\u0301.md"]
+    kb.close()
+
+
+def test_a_lone_surrogate_in_the_title_is_named_as_the_title(tmp_path: Path) -> None:
+    """The body carries the title as its heading and was checked first, so
+    the error blamed the body; nothing is written either way."""
+    kb = KnowledgeBase(base_path=tmp_path / "kb", data_dir=tmp_path / "d",
+                       embedder=FakeEmbedder(64), hype=False)
+    with pytest.raises(InvalidDocumentError, match="^title is not valid UTF-8"):
+        kb.store("user", "caf\udce9", "plain body")
+    assert list((tmp_path / "kb").rglob("*.md")) == []
     kb.close()

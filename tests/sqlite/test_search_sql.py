@@ -110,6 +110,7 @@ def test_sql_fusion_equals_reference_on_random_rank_lists(
               "topic": None,
               "has_vector": 1,
               "qvec": bytes(4 * 16),
+              "vec_bytes": 4 * 16,
               # the text lists' adaptive weight reads the documents' vectors
               # (tests/contract/test_text_agreement.py): off for random lists
               "agreement_ratio": 0.0, "vec_standout": standout,

@@ -63,3 +63,45 @@ def test_an_unqueued_writer_says_nothing_about_waiting(tmp_path: Path) -> None:
     KnowledgeStore.open(db, FakeEmbedder(16), hype=False).close()
     done, _ = _import(db, _workspace(tmp_path / "ws"))
     assert done.returncode == 0 and "waiting" not in done.stderr, done.stderr
+
+
+def test_a_writer_kept_out_past_the_busy_timeout_stops_with_one_clear_line(
+        tmp_path: Path) -> None:
+    """The lock is never released in time: the import gives up after about
+    KBSTORE_BUSY_TIMEOUT_MS (it retried 50 times the timeout, ~1 minute for
+    1 s, ~8 minutes for the default 10 s) and says why and what to do
+    instead of a bare 'database is locked'; the API raises a KBStoreError."""
+    from kbstore import KBStoreError
+
+    db = tmp_path / "kb.sqlite"
+    with KnowledgeStore.open(db, FakeEmbedder(16), hype=False) as store:
+        store.upsert("projects/kept.md", title="kept", body="stored before the lock")
+    ws = _workspace(tmp_path / "ws")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db), "20"], env=_env(),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "kbstore", "import", "--db", str(db),
+                               "--no-prune", str(ws)], capture_output=True, text=True,
+                              env={**_env(), "KBSTORE_BUSY_TIMEOUT_MS": "1000"}, timeout=120)
+        took = time.monotonic() - started
+        os.environ["KBSTORE_BUSY_TIMEOUT_MS"] = "1000"
+        api_started = time.monotonic()
+        try:  # opening for writes takes the lock too
+            with KnowledgeStore.open(db, FakeEmbedder(16), hype=False) as store:
+                store.upsert("projects/api.md", title="api", body="under the lock")
+        except KBStoreError as exc:
+            api_error, api_took = str(exc), time.monotonic() - api_started
+        finally:
+            del os.environ["KBSTORE_BUSY_TIMEOUT_MS"]
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    assert done.returncode == 1 and took < 10, (took, done.stderr)
+    error = done.stderr.strip().splitlines()[-1]
+    assert str(db) in error and "KBSTORE_BUSY_TIMEOUT_MS" in error, done.stderr
+    assert "run the same command again" in error and "Traceback" not in done.stderr
+    assert api_took < 8 and "KBSTORE_BUSY_TIMEOUT_MS" in api_error
+    with KnowledgeStore.open(db, read_only=True) as store:
+        assert store.paths() == ["projects/kept.md"]

@@ -26,8 +26,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from ...errors import DatabaseNotFoundError, ExtensionLoadError, KBStoreError
-from ...settings import BINDING_ENV, Settings
+from ...errors import (
+    DatabaseNotFoundError,
+    ExtensionLoadError,
+    KBStoreError,
+    WriteLockTimeoutError,
+)
+from ...settings import BINDING_ENV, BUSY_TIMEOUT_ENV, Settings
 from ...waiting import notice_if_waiting
 
 Connection = Any  # sqlite3.Connection or sqlean.Connection: same API
@@ -246,19 +251,28 @@ def write_refused(exc: BaseException, path: Path) -> BaseException:
                         "(search, status, doctor, export) can use it")
 
 
+# A BEGIN IMMEDIATE is retried for at least this long whatever the busy timeout.
+MIN_RETRY_S = 1.0
+
+
 def is_busy(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
 
 
-def retry_busy(fn: Callable[[], T], attempts: int = 50, delay: float = 0.05) -> T:
+def retry_busy(fn: Callable[[], T], attempts: int = 50, delay: float = 0.05,
+               within: float | None = None) -> T:
     """Run ``fn`` again while SQLite reports busy/locked beyond busy_timeout
-    (e.g. the WAL switch or a BEGIN IMMEDIATE racing a checkpoint)."""
+    (e.g. the WAL switch or a BEGIN IMMEDIATE racing a checkpoint), for at
+    most ``within`` seconds in all when given: each attempt may itself wait
+    the whole busy_timeout."""
+    started = time.monotonic()
     for attempt in range(attempts):
         try:
             return fn()
         except Exception as exc:
-            if not is_busy(exc) or attempt == attempts - 1:
+            if not is_busy(exc) or attempt == attempts - 1 or (
+                    within is not None and time.monotonic() - started >= within):
                 raise
             time.sleep(delay * (1 + attempt % 5))
     raise AssertionError("unreachable")
@@ -277,8 +291,20 @@ def transaction(conn: Connection) -> Iterator[Connection]:
     if conn.in_transaction:
         yield conn
         return
-    with notice_if_waiting(_file_of(conn)):
-        retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+    where = _file_of(conn)
+    timeout_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+    with notice_if_waiting(where):
+        try:  # the retries catch busy answers SQLite gives without waiting
+            retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"),
+                       within=max(timeout_ms / 1000, MIN_RETRY_S))
+        except Exception as exc:
+            if not is_busy(exc):
+                raise
+            raise WriteLockTimeoutError(
+                f"{where} stayed locked by another writer for over {timeout_ms / 1000:g} s "
+                f"({BUSY_TIMEOUT_ENV}={timeout_ms}); this change was not written: run the same "
+                f"command again when the other process is done, or raise {BUSY_TIMEOUT_ENV}"
+            ) from exc
     try:
         yield conn
         retry_busy(lambda: conn.execute("COMMIT"))

@@ -128,6 +128,7 @@ def compile_params(request: SearchRequest, dim: int, bits_index: bool = True
         # No vector side: float32 zeros and k = 0 give an empty KNN.
         has_vector=int(has_vector),
         qvec=request.vector if has_vector else bytes(4 * dim),
+        vec_bytes=4 * dim,  # a float32 copy of another size is skipped
         topic=request.topic, now=request.now, limit=request.limit)
     for key in VEC_K_KEYS:
         params[key] = vec_k(request.settings, key, request.limit) if has_vector else 0

@@ -20,6 +20,10 @@
 -- sign bits are ranked by a scan of vector_data's bits indexes while the
 -- file holds at most :plain_docs documents, else by vec0's KNN (one
 -- partition per kind); see vec_plan.
+-- Every read of a float32 copy first checks it is a BLOB of :vec_bytes
+-- (4 x the store's dimension): a copy damaged by hand (wrong size, text,
+-- a number) drops out of the vector lists instead of failing the whole
+-- statement; `kbstore doctor` names it (invalid_vectors), --fix re-embeds.
 -- Vector plan (:vec_plan), per kind: 'bits' = that KNN; 'exact' = the top
 -- k by exact cosine over that kind's float32 copies instead; 'auto' = exact
 -- while the file holds at most :exact_ratio x k vectors of the kind. vec0's
@@ -284,6 +288,7 @@ vec_doc AS MATERIALIZED (
           -- [/bits index]
          ) AS c
     JOIN vector_data AS v ON v.vector_id = c.vector_id
+      AND typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
     UNION ALL
     SELECT * FROM (
         -- exact: the top :vec_limit documents are the top :vec_limit of any larger k
@@ -291,7 +296,8 @@ vec_doc AS MATERIALIZED (
             SELECT v.vector_id, v.doc_id,
                    1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
             FROM documents AS d JOIN vector_data AS v ON v.vector_id = d.id * 32
-            WHERE :has_vector AND (:topic IS NULL OR d.topic = :topic))
+            WHERE typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
+              AND :has_vector AND (:topic IS NULL OR d.topic = :topic))
         ORDER BY similarity DESC, vector_id
         LIMIT (SELECT CASE WHEN doc THEN min(:vec_k_doc, :vec_limit) ELSE 0 END FROM vec_plan))
 ),
@@ -323,13 +329,15 @@ vec_chunk AS MATERIALIZED (
           -- [/bits index]
          ) AS c
     JOIN vector_data AS v ON v.vector_id = c.vector_id
+      AND typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
     UNION ALL
     SELECT * FROM (
         SELECT vector_id, doc_id, similarity FROM (
             SELECT v.vector_id, v.doc_id,
                    1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
             FROM document_chunks AS c JOIN vector_data AS v ON v.vector_id = c.vector_id
-            WHERE :has_vector AND (:topic IS NULL
+            WHERE typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
+              AND :has_vector AND (:topic IS NULL
                                    OR c.doc_id IN (SELECT id FROM documents WHERE topic = :topic)))
         ORDER BY similarity DESC, vector_id
         LIMIT (SELECT CASE WHEN chunk THEN :vec_k_chunk ELSE 0 END FROM vec_plan))
@@ -369,13 +377,14 @@ vec_hype AS MATERIALIZED (
               -- [/bits index]
              ) AS c
         JOIN vector_data AS v ON v.vector_id = c.vector_id
+          AND typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), c.vector_id
         LIMIT (SELECT :vec_k_hype))
     UNION ALL
     SELECT * FROM (
         SELECT v.vector_id, v.doc_id
         FROM hype_questions AS q JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
-        WHERE :has_vector
+        WHERE typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes AND :has_vector
           AND (:topic IS NULL OR q.doc_id IN (SELECT id FROM documents WHERE topic = :topic))
         ORDER BY vec_distance_cosine(v.embedding, vec_f32(:qvec)), v.vector_id
         LIMIT (SELECT CASE WHEN hype THEN :vec_k_hype ELSE 0 END FROM vec_plan))
@@ -405,7 +414,8 @@ hype_scored AS (
                1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
         FROM hype_questions AS q
         JOIN vector_data AS v ON v.vector_id = q.doc_id * 32 + q.position
-        WHERE q.doc_id IN (SELECT doc_id FROM vec_hype))
+        WHERE typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
+          AND q.doc_id IN (SELECT doc_id FROM vec_hype))
 ),
 hype_ranked AS (
     SELECT doc_id, avg(similarity) AS score, max(similarity) AS best,
@@ -539,6 +549,7 @@ text_sims AS (
                     (SELECT max(1.0 - vec_distance_cosine(x.embedding, vec_f32(:qvec)))
                      FROM vector_data AS x
                      WHERE x.doc_id = f.doc_id
+                       AND typeof(x.embedding) = 'blob' AND length(x.embedding) = :vec_bytes
                        AND (x.vector_id = f.doc_id * 32 OR x.vector_id IN
                             (SELECT c.vector_id FROM document_chunks AS c
                              WHERE c.doc_id = f.doc_id)))) AS similarity
@@ -573,6 +584,7 @@ floor_similarity AS (
     SELECT v.doc_id, max(1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))) AS similarity
     FROM vector_data AS v
     WHERE :min_similarity IS NOT NULL AND :has_vector
+      AND typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
       AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_best IS NULL)
     GROUP BY v.doc_id
 ),
