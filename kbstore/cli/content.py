@@ -39,7 +39,9 @@ def _print_report(report: Any, as_json: bool) -> None:
     if report.kept_missing:
         click.echo(f"kept {len(report.kept_missing)} document(s) whose files are missing "
                    f"({report.kept_reason}): {some_paths(report.kept_missing)}\n"
-                   "  they were not deleted; rerun with --prune to delete them", err=True)
+                   "  they were not deleted; rerun with --prune to delete them, or with "
+                   "--no-prune if they belong here without files (another folder imported "
+                   "into this database)", err=True)
 
 
 @cli.command("import")

@@ -109,7 +109,7 @@ def import_npz_cmd(db_path: str, workspace: str, npz: str, allow_pickle: bool,
     if report.reconcile.kept_missing:
         click.echo(f"kept {len(report.reconcile.kept_missing)} document(s) whose files are "
                    f"missing ({report.reconcile.kept_reason}); rerun with --prune to delete "
-                   "them", err=True)
+                   "them, or with --no-prune if they belong here without files", err=True)
         if prune is None:
             raise SystemExit(1)
 

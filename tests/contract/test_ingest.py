@@ -345,6 +345,8 @@ def test_cli_import_refuses_a_mistaken_removal_unless_pruned(run_cli, location,
     assert refused.exit_code == 1
     assert "kept 6 document(s) whose files are missing" in refused.stderr
     assert "rerun with --prune" in refused.stderr and "deleted 0" in refused.stdout
+    # the way out that deletes nothing is named too (another folder's documents)
+    assert "or with --no-prune if they belong here" in refused.stderr
     kept = run_cli("import", "--db", location, tmp_path / "empty", "--no-hype", "--no-prune",
                    "--json")
     assert kept.exit_code == 0
