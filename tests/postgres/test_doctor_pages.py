@@ -39,7 +39,8 @@ def url(pg_kb: PgKnowledgeBase, fake_llm, monkeypatch: pytest.MonkeyPatch) -> st
     url = pg_server.kb_url(pg_kb.url, pg_kb.name)
     with KnowledgeStore.open(url, FakeEmbedder(64), hype=True) as store:
         for i in range(20):
-            store.upsert(f"projects/n{i:02d}.md", title=f"Note {i}",
+            # paths in another order than ids: samples of paths are sorted by path
+            store.upsert(f"projects/n{i * 3 % 20:02d}.md", title=f"Note {i}",
                          body=LONG if i == 11 else f"note {i} about topic{i % 4} and more",
                          tags=[f"t{i % 5}", "shared"])
     return url
@@ -91,12 +92,13 @@ def test_damage_around_page_boundaries_is_found_once_and_fixed(
         _sql(pg_kb, "UPDATE fts_postings SET tf_body = tf_body + 1 WHERE doc_id = %s AND "
                     "term = (SELECT min(term) FROM fts_postings WHERE doc_id = %s)",
              doc_id, doc_id)
-    # stale HyPE questions in pages 2 and 6, a credential in an error in pages 1 and 5
+    # stale HyPE questions in pages 2 and 6; credentials in errors of pages 1 to 5
+    # (the repair reads the rows with an error 3 at a time too)
     _sql(pg_kb, "UPDATE derived SET content_hash = 'old' WHERE kind = 'hype_questions' "
                 "AND doc_id = ANY(%s)", [live[4], live[16]])
     assert redact(SECRET) != SECRET
     _sql(pg_kb, "UPDATE derived SET error = %s WHERE kind = 'doc_vector' AND doc_id = ANY(%s)",
-         SECRET, [live[1], live[13]])
+         SECRET, [live[1], live[5], live[9], live[13]])
     texts = _texts(pg_kb)
 
     assert _found(url) == {
@@ -108,7 +110,7 @@ def test_damage_around_page_boundaries_is_found_once_and_fixed(
         "orphan_questions": (1, [gone + 1]),
         "fts_postings": (3, [live[5], live[6], gone + 1]),
         "stale_questions": (2, [live[4], live[16]]),
-        "secrets_in_errors": (2, [live[1], live[13]]),
+        "secrets_in_errors": (4, [live[1], live[5], live[9], live[13]]),
     }
 
     with KnowledgeStore.open(url, FakeEmbedder(64), hype=False) as store:
@@ -138,3 +140,12 @@ def test_samples_are_the_smallest_over_all_pages(url: str, pg_kb: PgKnowledgeBas
     with KnowledgeStore.open(url, FakeEmbedder(64), hype=False) as store:
         assert fix(store).ok
     assert _found(url) == {}
+
+
+def test_a_sample_of_paths_is_sorted_over_all_pages(url: str, pg_kb: PgKnowledgeBase) -> None:
+    """invalid_tags names paths, whose order is not the pages' id order."""
+    rows = _sql(pg_kb, "SELECT id, path FROM documents ORDER BY id")
+    bad = [path for _, path in rows[::3]]  # the first of every page
+    _sql(pg_kb, "UPDATE documents SET tags = '[1, \"Y\"]' WHERE path = ANY(%s)", bad)
+    assert bad != sorted(bad)
+    assert _found(url)["invalid_tags"] == (7, sorted(bad)[:5])
