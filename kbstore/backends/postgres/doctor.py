@@ -8,6 +8,9 @@ read from the migration files; a dropped index, trigger or function is
 re-created from its statement there. Checks read one repeatable-read
 snapshot; repairs run in one transaction under the exclusive knowledge base
 lock, so they are safe while others write (writers wait, then re-check).
+Both read the documents a page at a time (fold.BATCH, by id) and leave
+comparisons of whole tables to the server, so the memory they take is
+bounded by a page, not by the size of the knowledge base.
 """
 
 from __future__ import annotations
@@ -370,11 +373,18 @@ def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> l
             conn.execute("DELETE FROM fts_postings")
             conn.execute("DELETE FROM title_postings")
             conn.execute("DELETE FROM fts_totals")
-            conn.execute("SELECT fts_index(array_agg(id ORDER BY id), array_agg(fts ORDER BY id), "
-                         "array_agg(title_fts ORDER BY id), 1) FROM documents")
+            # a page of documents (or of the questions' documents) per call: the
+            # server's arrays stay as small as a page
+            for rows in _keyset(conn, "SELECT id FROM documents WHERE id > %s ORDER BY id "
+                                "LIMIT %s", (_FIRST_ID,)):
+                conn.execute("SELECT fts_index(array_agg(id ORDER BY id), array_agg(fts ORDER BY "
+                             "id), array_agg(title_fts ORDER BY id), 1) FROM documents "
+                             "WHERE id = ANY(%s)", ([r[0] for r in rows],))
             conn.execute("DELETE FROM question_postings")
             conn.execute("DELETE FROM question_totals")
-            conn.execute("SELECT questions_index(array_agg(DISTINCT doc_id)) FROM hype_questions")
+            for rows in _keyset(conn, "SELECT DISTINCT doc_id FROM hype_questions WHERE doc_id > "
+                                "%s ORDER BY doc_id LIMIT %s", (_FIRST_ID,)):
+                conn.execute("SELECT questions_index(%s::bigint[])", ([r[0] for r in rows],))
             actions.append("rebuilt the BM25 postings and totals from the documents and "
                            "questions")
         if "tag_rows" in bad:
