@@ -10,9 +10,10 @@ per text, ``--dim`` dimensions) and three HyPE questions per document from a
 stand-in LLM. Then a fresh Python process per measurement opens it and runs
 
 - ``diagnose``: the backend's checks (what ``kbstore doctor`` runs);
-- ``repair``: the backend's repairs that read the documents in Python
-  (``tag_rows``, ``stale_questions``, ``secrets_in_errors``) on the healthy
-  store -- every tag row is written again, nothing else changes;
+- ``repair``: the backend's repairs that read every document
+  (``fts_postings``, ``tag_rows``, ``stale_questions``, ``secrets_in_errors``)
+  on the healthy store -- the postings and tag rows are written again,
+  nothing else changes;
 
 and reports the wall time, the tracemalloc peak of the call and the
 process's ru_maxrss after it (and before it, after imports and the open).
@@ -42,7 +43,7 @@ WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo li
          "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee "
          "zulu roof shed felt board layer canary deploy release rollback index vector "
          "postgres sqlite search ranking garden bread sourdough oven recipe").split()
-REPAIRS = ["tag_rows", "stale_questions", "secrets_in_errors"]
+REPAIRS = ["fts_postings", "tag_rows", "stale_questions", "secrets_in_errors"]
 
 
 def log(msg: str) -> None:
