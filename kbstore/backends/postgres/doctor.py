@@ -8,11 +8,15 @@ read from the migration files; a dropped index, trigger or function is
 re-created from its statement there. Checks read one repeatable-read
 snapshot; repairs run in one transaction under the exclusive knowledge base
 lock, so they are safe while others write (writers wait, then re-check).
+Both read the documents a page at a time (fold.BATCH, by id) and leave
+comparisons of whole tables to the server, so the memory they take is
+bounded by a page, not by the size of the knowledge base.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -29,7 +33,7 @@ from ...model import (
 from ...redact import redact
 from ..checks import derived_checks, guarded, invalid_tag_docs
 from .connection import rebuild_holders, snapshot, write_transaction
-from .fold import refold, unfolded_documents, unfolded_questions
+from .fold import _FIRST_ID, _keyset, refold, unfolded_documents, unfolded_questions
 from .rebuild import check_dim
 from .write import CHUNK_SLOT, STAGING, staging_exists, write_tags
 
@@ -176,33 +180,102 @@ def _ids(conn: Any, sql: str, *args: Any) -> set[int]:
     return {int(r[0]) for r in conn.execute(sql, args).fetchall()}
 
 
+_LAST_ID = 2 ** 63 - 1  # the last page's range reaches past every bigint id
+# Statements over whole tables whose answer is the damaged documents: the
+# server compares the tables and returns a count and the sample (_counted).
+_POSTINGS_OFF = (
+    f"SELECT doc_id FROM (({_POSTINGS_WANT}) EXCEPT SELECT term, doc_id, tf_title, tf_tags, "
+    "tf_body, doc_len FROM fts_postings) AS a UNION SELECT doc_id FROM (SELECT term, doc_id, "
+    f"tf_title, tf_tags, tf_body, doc_len FROM fts_postings EXCEPT ({_POSTINGS_WANT})) AS b "
+    f"UNION SELECT doc_id FROM (({_TITLES_WANT}) EXCEPT SELECT term, doc_id, tf, title_len "
+    "FROM title_postings) AS c UNION SELECT doc_id FROM (SELECT term, doc_id, tf, title_len "
+    f"FROM title_postings EXCEPT ({_TITLES_WANT})) AS d "
+    f"UNION SELECT doc_id FROM (({_QUESTIONS_WANT}) EXCEPT SELECT term, doc_id, tf, q_len "
+    "FROM question_postings) AS e UNION SELECT doc_id FROM (SELECT term, doc_id, tf, q_len "
+    f"FROM question_postings EXCEPT ({_QUESTIONS_WANT})) AS f")
+_ORPHAN_QUESTIONS = ("SELECT q.doc_id FROM hype_questions AS q LEFT JOIN documents AS d "
+                     "ON d.id = q.doc_id WHERE d.id IS NULL")
+# chunk n has vector slot CHUNK_SLOT + n; slots 1..CHUNK_SLOT-1 are question positions
+_ORPHAN_VECTORS = (
+    "SELECT v.doc_id FROM vectors AS v LEFT JOIN documents AS d ON d.id = v.doc_id "
+    "LEFT JOIN hype_questions AS q ON q.doc_id = v.doc_id AND q.position = v.slot "
+    "LEFT JOIN document_chunks AS c ON c.doc_id = v.doc_id AND c.position = v.slot - %(chunk)s "
+    "WHERE d.id IS NULL OR (v.slot > 0 AND v.slot < %(chunk)s AND q.doc_id IS NULL) "
+    "OR (v.slot >= %(chunk)s AND c.doc_id IS NULL)")
+_DOCUMENTS_MISSING = ("SELECT d.id AS doc_id FROM documents AS d LEFT JOIN vectors AS v "
+                      "ON v.doc_id = d.id AND v.slot = 0 WHERE v.doc_id IS NULL")
+_QUESTIONS_MISSING = ("SELECT q.doc_id FROM hype_questions AS q JOIN documents AS d ON d.id = "
+                      "q.doc_id LEFT JOIN vectors AS v ON v.doc_id = q.doc_id AND v.slot = "
+                      "q.position WHERE v.doc_id IS NULL")
+_CHUNKS_MISSING = ("SELECT c.doc_id FROM document_chunks AS c JOIN documents AS d ON d.id = "
+                   "c.doc_id LEFT JOIN vectors AS v ON v.doc_id = c.doc_id AND v.slot = "
+                   "c.position + %(chunk)s WHERE v.doc_id IS NULL")
+_INVALID_VECTORS = ("SELECT doc_id FROM vectors WHERE vector_dims(embedding) <> %(dim)s "
+                    "OR vector_norm(embedding) = 0")
+_TAG_DETAIL = "documents whose exact-tag rows disagree with their tags"
+
+
+def _counted(conn: Any, sql: str, **params: Any) -> tuple[int, list[int]]:
+    """How many distinct documents ``sql`` (a ``doc_id`` column) names, and
+    the SAMPLE smallest: the server does the work, Python gets SAMPLE rows."""
+    rows = conn.execute(f"SELECT u.doc_id, count(*) OVER () FROM (SELECT DISTINCT s.doc_id "
+                        f"FROM ({sql}) AS s) AS u ORDER BY u.doc_id LIMIT %(sample)s",
+                        {**params, "sample": SAMPLE}).fetchall()
+    return (int(rows[0][1]) if rows else 0), [int(r[0]) for r in rows]
+
+
+class _Tally:
+    """Checks gathered a page at a time. Each page's findings are distinct
+    from every other page's (a document, its path, its rows belong to one
+    page), so counts add up; the sample keeps the SAMPLE smallest. A check
+    is listed where it is first added."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, tuple[int, list[Any], str, dict[str, Any]]] = {}
+
+    def add(self, name: str, found: Any, detail: str, **kw: Any) -> None:
+        found = sorted(set(found))
+        self.counted(name, len(found), found[:SAMPLE], detail, **kw)
+
+    def counted(self, name: str, count: int, sample: list[Any], detail: str, **kw: Any) -> None:
+        before, kept, _, _ = self.found.get(name, (0, [], detail, kw))
+        self.found[name] = (before + count, sorted(kept + sample)[:SAMPLE], detail, kw)
+
+    def note(self, check: Check) -> None:
+        self.found[check.name] = (check.count, check.sample, check.detail,
+                                  {"fixable": check.fixable, "problem": check.problem})
+
+    def checks(self) -> list[Check]:
+        return [Check(name, count, detail if count else "", sample=sample, **kw)
+                for name, (count, sample, detail, kw) in self.found.items()]
+
+
+def _pages(conn: Any) -> Iterator[tuple[int, int, dict[int, Document]]]:
+    """The documents BATCH at a time (fold._keyset), each page with the id
+    range (lo, hi] it covers. The ranges follow one another up to the
+    largest bigint (the last one may hold no document), so every row keyed
+    by doc_id, a deleted document's too, falls in exactly one page."""
+    lo = _FIRST_ID
+    for rows in _keyset(conn, "SELECT id, path, title, body, tags FROM documents "
+                        "WHERE id > %s ORDER BY id LIMIT %s", (_FIRST_ID,)):
+        hi = int(rows[-1][0])
+        yield lo, hi, {int(r[0]): Document(path=r[1], title=r[2], body=r[3], tags=list(r[4]))
+                       for r in rows}
+        lo = hi
+    yield lo, _LAST_ID, {}
+
+
 def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) -> list[Check]:
-    checks: list[Check] = []
-
-    def add(name: str, found: Any, detail: str, **kw: Any) -> None:
-        found = sorted(found)
-        checks.append(Check(name, len(found), detail if found else "", sample=found[:SAMPLE],
-                            **kw))
-
-    docs = {int(r[0]): Document(path=r[1], title=r[2], body=r[3], tags=list(r[4]))
-            for r in conn.execute("SELECT id, path, title, body, tags FROM documents")}
-    ids = set(docs)
-    add("fts_postings", _ids(conn, f"SELECT doc_id FROM (({_POSTINGS_WANT}) EXCEPT "
-                                   "SELECT term, doc_id, tf_title, tf_tags, tf_body, doc_len "
-                                   "FROM fts_postings) AS a UNION SELECT doc_id FROM "
-                                   "(SELECT term, doc_id, tf_title, tf_tags, tf_body, doc_len "
-                                   f"FROM fts_postings EXCEPT ({_POSTINGS_WANT})) AS b")
-        | _ids(conn, f"SELECT doc_id FROM (({_TITLES_WANT}) EXCEPT SELECT term, doc_id, tf, "
-                     "title_len FROM title_postings) AS a UNION SELECT doc_id FROM (SELECT "
-                     f"term, doc_id, tf, title_len FROM title_postings EXCEPT ({_TITLES_WANT}))"
-                     " AS b")
-        | _ids(conn, f"SELECT doc_id FROM (({_QUESTIONS_WANT}) EXCEPT SELECT term, doc_id, tf, "
-                     "q_len FROM question_postings) AS a UNION SELECT doc_id FROM (SELECT "
-                     f"term, doc_id, tf, q_len FROM question_postings EXCEPT "
-                     f"({_QUESTIONS_WANT})) AS b"),
-        "documents whose BM25 postings disagree with their text or HyPE questions (or "
-        "postings of deleted documents)")
-    add("fts_fold", unfolded_documents(conn) | (unfolded_questions(conn) & ids),
+    """Rows against the documents, a page of documents at a time (memory is
+    bounded by a page, not by the knowledge base); comparisons of whole
+    tables run in the server."""
+    tally = _Tally()
+    tally.counted("fts_postings", *_counted(conn, _POSTINGS_OFF),
+                  "documents whose BM25 postings disagree with their text or HyPE questions (or "
+                  "postings of deleted documents)")
+    unfolded = sorted(unfolded_questions(conn))
+    tally.add("fts_fold", unfolded_documents(conn) | _ids(
+        conn, "SELECT id FROM documents WHERE id = ANY(%s)", unfolded),
         "documents whose full-text vectors are not made from kbstore's case folding "
         "(text or HyPE questions edited in psql: the server's folding follows its locale)")
     totals = conn.execute(
@@ -219,41 +292,35 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
     labels = ("documents", "tokens", "title tokens", "question documents", "question tokens")
     off = [label for n, label in enumerate(labels)
            if int(totals[2 * n]) != int(totals[2 * n + 1])]
-    checks.append(Check("fts_totals", len(off), f"BM25 totals disagree with the postings: "
-                        f"{', '.join(off)}" if off else "", sample=off))
-    want_tags = {(key, d) for d, doc in docs.items() for key in tag_keys(doc.tags)}
-    have_tags = {(r[0], int(r[1])) for r in conn.execute("SELECT tag, doc_id FROM document_tags")}
-    add("tag_rows", {d for _, d in want_tags ^ have_tags} - invalid_tag_docs(docs),
-        "documents whose exact-tag rows disagree with their tags")
-    questions = {(int(r[0]), int(r[1])) for r in
-                 conn.execute("SELECT doc_id, position FROM hype_questions")}
-    add("orphan_questions", {d for d, _ in questions if d not in ids},
-        "HyPE questions of deleted documents")
-    derived = conn.execute("SELECT doc_id, kind, content_hash, model, status, error "
-                           "FROM derived").fetchall()
-    derived_checks(add, docs, derived, fp)
-    if not vectors_ok:
-        return checks
-    slots = {(int(r[0]), int(r[1])) for r in conn.execute("SELECT doc_id, slot FROM vectors")}
-    # chunk n has vector slot CHUNK_SLOT + n
-    chunks = {(int(r[0]), CHUNK_SLOT + int(r[1])) for r in
-              conn.execute("SELECT doc_id, position FROM document_chunks")}
-    add("orphan_vectors", {d for d, s in slots if d not in ids
-                           or (0 < s < CHUNK_SLOT and (d, s) not in questions)
-                           or (s >= CHUNK_SLOT and (d, s) not in chunks)},
-        "vectors of deleted documents, questions or chunks")
-    add("documents_missing_vectors", {d for d in ids if (d, 0) not in slots},
-        "documents without their document vector")
-    add("questions_missing_vectors", {d for d, pos in questions if d in ids
-                                      and (d, pos) not in slots},
-        "documents whose HyPE questions lack vectors")
-    add("chunks_missing_vectors", {d for d, slot in chunks if d in ids and (d, slot) not in slots},
-        "long documents whose chunks lack vectors")
-    add("invalid_vectors", _ids(conn, "SELECT DISTINCT doc_id FROM vectors WHERE "
-                                      "vector_dims(embedding) <> %s OR vector_norm(embedding) = 0",
-                                dim),
-        "documents with zero or wrong-size vectors")
-    return checks
+    tally.note(Check("fts_totals", len(off), f"BM25 totals disagree with the postings: "
+                     f"{', '.join(off)}" if off else "", sample=off))
+    tally.add("tag_rows", (), _TAG_DETAIL)  # listed here; counted page by page below
+    tally.counted("orphan_questions", *_counted(conn, _ORPHAN_QUESTIONS),
+                  "HyPE questions of deleted documents")
+    for lo, hi, docs in _pages(conn):
+        want = {(key, d) for d, doc in docs.items() for key in tag_keys(doc.tags)}
+        have = {(r[0], int(r[1])) for r in conn.execute(
+            "SELECT tag, doc_id FROM document_tags WHERE doc_id > %s AND doc_id <= %s",
+            (lo, hi))}
+        tally.add("tag_rows", {d for _, d in want ^ have} - invalid_tag_docs(docs), _TAG_DETAIL)
+        derived = conn.execute("SELECT doc_id, kind, content_hash, model, status, error "
+                               "FROM derived WHERE doc_id > %s AND doc_id <= %s",
+                               (lo, hi)).fetchall()
+        derived_checks(tally.add, docs, derived, fp)
+    if vectors_ok:
+        for name, sql, detail in (
+                ("orphan_vectors", _ORPHAN_VECTORS,
+                 "vectors of deleted documents, questions or chunks"),
+                ("documents_missing_vectors", _DOCUMENTS_MISSING,
+                 "documents without their document vector"),
+                ("questions_missing_vectors", _QUESTIONS_MISSING,
+                 "documents whose HyPE questions lack vectors"),
+                ("chunks_missing_vectors", _CHUNKS_MISSING,
+                 "long documents whose chunks lack vectors"),
+                ("invalid_vectors", _INVALID_VECTORS,
+                 "documents with zero or wrong-size vectors")):
+            tally.counted(name, *_counted(conn, sql, chunk=CHUNK_SLOT, dim=dim), detail)
+    return tally.checks()
 
 
 def diagnose(conn: Any, schema: str, fp: str | None, dim: int | None) -> list[Check]:
@@ -306,17 +373,25 @@ def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> l
             conn.execute("DELETE FROM fts_postings")
             conn.execute("DELETE FROM title_postings")
             conn.execute("DELETE FROM fts_totals")
-            conn.execute("SELECT fts_index(array_agg(id ORDER BY id), array_agg(fts ORDER BY id), "
-                         "array_agg(title_fts ORDER BY id), 1) FROM documents")
+            # a page of documents (or of the questions' documents) per call: the
+            # server's arrays stay as small as a page
+            for rows in _keyset(conn, "SELECT id FROM documents WHERE id > %s ORDER BY id "
+                                "LIMIT %s", (_FIRST_ID,)):
+                conn.execute("SELECT fts_index(array_agg(id ORDER BY id), array_agg(fts ORDER BY "
+                             "id), array_agg(title_fts ORDER BY id), 1) FROM documents "
+                             "WHERE id = ANY(%s)", ([r[0] for r in rows],))
             conn.execute("DELETE FROM question_postings")
             conn.execute("DELETE FROM question_totals")
-            conn.execute("SELECT questions_index(array_agg(DISTINCT doc_id)) FROM hype_questions")
+            for rows in _keyset(conn, "SELECT DISTINCT doc_id FROM hype_questions WHERE doc_id > "
+                                "%s ORDER BY doc_id LIMIT %s", (_FIRST_ID,)):
+                conn.execute("SELECT questions_index(%s::bigint[])", ([r[0] for r in rows],))
             actions.append("rebuilt the BM25 postings and totals from the documents and "
                            "questions")
         if "tag_rows" in bad:
             conn.execute("DELETE FROM document_tags")
-            write_tags(conn, [(int(r[0]), list(r[1]))
-                              for r in conn.execute("SELECT id, tags FROM documents")])
+            for rows in _keyset(conn, "SELECT id, tags FROM documents WHERE id > %s "
+                                "ORDER BY id LIMIT %s", (_FIRST_ID,)):
+                write_tags(conn, [(int(r[0]), list(r[1])) for r in rows])
             actions.append("rebuilt the exact-tag rows")
         if "vector_table" in bad:
             actions += _repair_vector_table(conn, schema)
@@ -326,11 +401,13 @@ def repair(conn: Any, schema: str, bad: set[str], defaults: dict[str, Any]) -> l
             conn.execute(f"DROP TABLE IF EXISTS {STAGING}")
             actions.append("discarded the vectors staged by an interrupted reembed")
         if "secrets_in_errors" in bad:
-            rows = conn.execute("SELECT doc_id, kind, error FROM derived "
-                                "WHERE error IS NOT NULL").fetchall()
-            with conn.cursor() as cur:
-                cur.executemany("UPDATE derived SET error = %s WHERE doc_id = %s AND kind = %s",
-                                [(redact(e), d, k) for d, k, e in rows if redact(e) != e])
+            for rows in _keyset(conn, "SELECT doc_id, kind, error FROM derived WHERE error IS "
+                                "NOT NULL AND (doc_id, kind) > (%s, %s) ORDER BY doc_id, kind "
+                                "LIMIT %s", (_FIRST_ID, "")):
+                with conn.cursor() as cur:
+                    cur.executemany("UPDATE derived SET error = %s WHERE doc_id = %s AND "
+                                    "kind = %s", [(redact(e), d, k) for d, k, e in rows
+                                                  if redact(e) != e])
             actions.append("redacted credentials in stored LLM errors")
         actions += _delete_orphans(conn, bad)
         actions += _forget_bad_vectors(conn, bad)
@@ -396,16 +473,22 @@ def _delete_orphans(conn: Any, bad: set[str]) -> list[str]:
                              "documents)").rowcount
             actions.append(f"deleted {n} orphan row(s) from {table}")
     if "stale_questions" in bad:
-        stale = [int(doc_id) for doc_id, title, body, chash in conn.execute(
-            "SELECT d.id, d.title, d.body, h.content_hash FROM documents AS d JOIN derived "
-            "AS h ON h.doc_id = d.id AND h.kind = %s", (HYPE_QUESTIONS,)).fetchall()
-            if Document(path="", title=title, body=body).hype_hash() != chash]
-        conn.execute("DELETE FROM vectors WHERE slot BETWEEN 1 AND 31 AND doc_id = ANY(%s)",
-                     (stale,))
-        conn.execute("DELETE FROM hype_questions WHERE doc_id = ANY(%s)", (stale,))
-        conn.execute("DELETE FROM derived WHERE doc_id = ANY(%s) AND kind IN (%s, %s)",
-                     (stale, HYPE_QUESTIONS, HYPE_VECTORS))
-        actions.append(f"dropped the stale HyPE questions of {len(stale)} document(s)")
+        dropped = 0
+        for rows in _keyset(conn, "SELECT d.id, d.title, d.body, h.content_hash FROM documents "
+                            "AS d JOIN derived AS h ON h.doc_id = d.id AND h.kind = %s WHERE "
+                            "d.id > %s ORDER BY d.id LIMIT %s", (_FIRST_ID,),
+                            fixed=(HYPE_QUESTIONS,)):
+            stale = [int(doc_id) for doc_id, title, body, chash in rows
+                     if Document(path="", title=title, body=body).hype_hash() != chash]
+            if not stale:
+                continue
+            conn.execute("DELETE FROM vectors WHERE slot BETWEEN 1 AND 31 AND doc_id = ANY(%s)",
+                         (stale,))
+            conn.execute("DELETE FROM hype_questions WHERE doc_id = ANY(%s)", (stale,))
+            conn.execute("DELETE FROM derived WHERE doc_id = ANY(%s) AND kind IN (%s, %s)",
+                         (stale, HYPE_QUESTIONS, HYPE_VECTORS))
+            dropped += len(stale)
+        actions.append(f"dropped the stale HyPE questions of {dropped} document(s)")
     return actions
 
 
