@@ -71,3 +71,32 @@ def guarded(name: str, check: Callable[..., Check], *args: Any) -> Check:
         return check(*args)
     except Exception as exc:
         return Check(name, 1, f"check failed: {redact(str(exc))}", fixable=False)
+
+
+class Tally:
+    """Checks gathered a page at a time (both backends' doctors). Each page's
+    findings are distinct from every other page's (a document, its path, its
+    rows belong to one page), so counts add up; the sample keeps the
+    ``sample`` smallest. A check is listed, with its detail and flags, where
+    it is first added; ``add`` takes the found items, ``counted`` a count and
+    sample the server worked out."""
+
+    def __init__(self, sample: int) -> None:
+        self.sample = sample
+        self.found: dict[str, tuple[int, list[Any], str, dict[str, Any]]] = {}
+
+    def add(self, name: str, found: Any, detail: str, **kw: Any) -> None:
+        items = sorted(set(found))
+        self.counted(name, len(items), items[:self.sample], detail, **kw)
+
+    def counted(self, name: str, count: int, sample: list[Any], detail: str, **kw: Any) -> None:
+        before, kept, detail, kw = self.found.get(name, (0, [], detail, kw))
+        self.found[name] = (before + count, sorted(kept + sample)[:self.sample], detail, kw)
+
+    def note(self, check: Check) -> None:
+        self.found[check.name] = (check.count, check.sample, check.detail,
+                                  {"fixable": check.fixable, "problem": check.problem})
+
+    def checks(self) -> list[Check]:
+        return [Check(name, count, detail if count else "", sample=sample, **kw)
+                for name, (count, sample, detail, kw) in self.found.items()]

@@ -31,7 +31,7 @@ from ...model import (
     tag_keys,
 )
 from ...redact import redact
-from ..checks import derived_checks, guarded, invalid_tag_docs
+from ..checks import Tally, derived_checks, guarded, invalid_tag_docs
 from .connection import rebuild_holders, snapshot, write_transaction
 from .fold import _FIRST_ID, _keyset, refold, unfolded_documents, unfolded_questions
 from .rebuild import check_dim
@@ -224,32 +224,6 @@ def _counted(conn: Any, sql: str, **params: Any) -> tuple[int, list[int]]:
     return (int(rows[0][1]) if rows else 0), [int(r[0]) for r in rows]
 
 
-class _Tally:
-    """Checks gathered a page at a time. Each page's findings are distinct
-    from every other page's (a document, its path, its rows belong to one
-    page), so counts add up; the sample keeps the SAMPLE smallest. A check
-    is listed where it is first added."""
-
-    def __init__(self) -> None:
-        self.found: dict[str, tuple[int, list[Any], str, dict[str, Any]]] = {}
-
-    def add(self, name: str, found: Any, detail: str, **kw: Any) -> None:
-        found = sorted(set(found))
-        self.counted(name, len(found), found[:SAMPLE], detail, **kw)
-
-    def counted(self, name: str, count: int, sample: list[Any], detail: str, **kw: Any) -> None:
-        before, kept, _, _ = self.found.get(name, (0, [], detail, kw))
-        self.found[name] = (before + count, sorted(kept + sample)[:SAMPLE], detail, kw)
-
-    def note(self, check: Check) -> None:
-        self.found[check.name] = (check.count, check.sample, check.detail,
-                                  {"fixable": check.fixable, "problem": check.problem})
-
-    def checks(self) -> list[Check]:
-        return [Check(name, count, detail if count else "", sample=sample, **kw)
-                for name, (count, sample, detail, kw) in self.found.items()]
-
-
 def _pages(conn: Any) -> Iterator[tuple[int, int, dict[int, Document]]]:
     """The documents BATCH at a time (fold._keyset), each page with the id
     range (lo, hi] it covers. The ranges follow one another up to the
@@ -269,7 +243,7 @@ def _row_checks(conn: Any, fp: str | None, dim: int | None, vectors_ok: bool) ->
     """Rows against the documents, a page of documents at a time (memory is
     bounded by a page, not by the knowledge base); comparisons of whole
     tables run in the server."""
-    tally = _Tally()
+    tally = Tally(SAMPLE)
     tally.counted("fts_postings", *_counted(conn, _POSTINGS_OFF),
                   "documents whose BM25 postings disagree with their text or HyPE questions (or "
                   "postings of deleted documents)")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...chunks import MAX_CHUNKS
 from ...model import HYPE_QUESTIONS, Check, Document, tag_keys
-from ..checks import derived_checks, invalid_tag_docs
+from ..checks import Tally, derived_checks, invalid_tag_docs
 from . import vectors as _vectors
 from .connection import Connection
 from .pending import question_texts
@@ -59,29 +59,9 @@ def _ids(conn: Connection, sql: str, *args: Any) -> set[int]:
     return {int(r[0]) for r in conn.execute(sql, args)}
 
 
-class _Found:
-    """Check results gathered over pages: ``add`` merges into one check per
-    name, kept in the order the names first appear."""
-
-    def __init__(self) -> None:
-        self.found: dict[str, tuple[set[Any], str, dict[str, Any]]] = {}
-
-    def add(self, name: str, found: Any, detail: str, **kw: Any) -> None:
-        have = self.found.setdefault(name, (set(), detail, kw))
-        have[0].update(found)
-
-    def checks(self) -> list[Check]:
-        out = []
-        for name, (found, detail, kw) in self.found.items():
-            ordered = sorted(found)
-            out.append(Check(name, len(ordered), detail if ordered else "",
-                             sample=ordered[:SAMPLE], **kw))
-        return out
-
-
 def row_checks(conn: Connection, fp: str | None, vectors_ok: bool,
                fts_tables: list[str]) -> list[Check]:
-    result = _Found()
+    result = Tally(SAMPLE)
     add = result.add
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     missing: set[int] = set()
