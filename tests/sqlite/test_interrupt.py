@@ -60,9 +60,17 @@ def _count(db: Path) -> int:
         return 0
 
 
+def _as_at_a_terminal() -> None:
+    """A child's SIGINT as a terminal delivers it: a shell starts background
+    jobs with SIGINT ignored, and the child would inherit that (Python then
+    never raises KeyboardInterrupt), whatever kbstore does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_once_committed(args: list[str], db: Path) -> subprocess.CompletedProcess[str]:
     proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI, *args], env=_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_as_at_a_terminal)
     deadline = time.monotonic() + 120
     while _count(db) == 0 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -139,7 +147,7 @@ def test_ctrl_c_while_copy_prune_deletes_says_how_many_were_deleted(tmp_path: Pa
             store.upsert(f"projects/extra-{i:03}.md", title=f"extra {i}", body=f"extra {i}")
     proc = subprocess.Popen([sys.executable, "-c", SLOW_DELETE_CLI, "copy", str(src), str(dst),
                              "--prune"], env=_env(), text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=_as_at_a_terminal)
     assert proc.stderr is not None
     seen = ""
     while "deleting" not in seen and proc.poll() is None:
