@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import shutil
 import sys
@@ -152,10 +153,16 @@ def _str_or_none(record: dict[str, Any], key: str) -> Any:
 
 
 def _vector_list(value: Any) -> list[float] | None:
+    """A vector from a record, or None where it is no usable vector (not a
+    list of numbers, NaN or infinite, or all zeros): counted as invalid and
+    embedded again."""
     if not isinstance(value, list) or not value or not all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
         return None
-    return [float(x) for x in value]
+    floats = [float(x) for x in value]
+    if not all(math.isfinite(x) for x in floats) or not any(floats):
+        return None
+    return floats
 
 
 def _record(record: Any, fingerprint: dict[str, Any], dim: int,

@@ -124,7 +124,8 @@ def test_jsonl_chunk_vectors_for_other_chunks_are_embedded_again(tmp_path, backe
     embedder = FakeEmbedder(64)
     with KnowledgeStore.open(backend("copy"), embedder, hype=False) as copy:
         report = import_jsonl(copy, out)
-        assert report.invalid_vectors == 1  # the wrong-sized chunk; the short list is a mismatch
+        # the wrong-sized chunk list and the NaN one; the short list is a mismatch
+        assert report.invalid_vectors == 2
         have = chunk_vectors(copy)
         want = chunk_vectors(source)
         redone = {edited["path"], short["path"], broken["path"], nan["path"]}
@@ -645,3 +646,30 @@ def test_jsonl_body_over_the_entry_limit_is_skipped_and_the_stored_one_kept(  # 
         (f"{file}:1", True)]
     assert store.get("projects/big.md").body == "the small version"
     assert store.paths() == ["projects/big.md", "projects/ok.md"]
+
+
+def test_jsonl_nan_infinite_and_zero_document_vectors_are_counted_invalid(  # type: ignore[no-untyped-def]
+        tmp_path, backend, source):
+    """Vectors no model makes (NaN, a number too large for a float, all
+    zeros) are not taken from the file: the report counts them as invalid
+    and those documents get the store's own vectors."""
+    out = tmp_path / "kb.jsonl"
+    export_jsonl(source, out, include_vectors=True)
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    nan, huge, zero = records[:3]
+    nan["vectors"]["doc"][0] = float("nan")
+    zero["vectors"]["doc"] = [0.0] * len(zero["vectors"]["doc"])
+    huge["vectors"]["doc"] = huge["vectors"]["doc"][:-1]  # one number is put in front
+    lines = [json.dumps(r) for r in records]
+    # 1e400 is valid JSON and overflows to infinity in Python
+    lines[1] = lines[1].replace('"doc": [', '"doc": [1e400, ', 1)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    embedder = FakeEmbedder(64)
+    with KnowledgeStore.open(backend("copy"), embedder, hype=False) as copy:
+        report = import_jsonl(copy, out)
+        assert report.invalid_vectors == 3
+        assert report.reused_vectors == len(records) - 3
+        theirs, mine = doc_vectors(source), doc_vectors(copy)
+        bad = {nan["path"], huge["path"], zero["path"]}
+        assert all(np.isfinite(mine[p]).all() and np.any(mine[p]) for p in bad)
+        assert all(mine[p] == theirs[p] for p in theirs if p not in bad)
