@@ -28,11 +28,10 @@ from . import doctor_rows as _rows_
 from . import migrations as _migrations
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
+from .doctor_rows import QUESTIONS_FTS, SAMPLE
 from .pending import question_texts
 
-SAMPLE = 5  # ids shown per check; counts are always complete
 SLOTS = _vectors.SLOTS
-QUESTIONS_FTS = "questions_fts"  # indexes HyPE questions, not documents
 owner = _vectors.owner
 # Plain tables holding only derived data: re-created empty if dropped.
 _DERIVED_TABLES = {"document_tags", "hype_questions", "document_chunks", "vector_data",

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 PAGE = 500
-SAMPLE = 5
-QUESTIONS_FTS = "questions_fts"
+SAMPLE = 5  # ids shown per check; counts are always complete
+QUESTIONS_FTS = "questions_fts"  # indexes HyPE questions, not documents
 SLOTS, CHUNK_SLOT, CHUNK_BASE = _vectors.SLOTS, _vectors.CHUNK_SLOT, _vectors.CHUNK_BASE
 LOWEST, HIGHEST = -(2 ** 63), 2 ** 63 - 1   # SQLite's integer range
 
