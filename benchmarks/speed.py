@@ -55,6 +55,7 @@ from benchmarks.latency_data import (
 )
 from benchmarks.plotting import pyplot
 from benchmarks.precomputed import PrecomputedEmbedder
+from kbstore.backends.sqlite.search import ranked_bits
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -181,10 +182,14 @@ def recall_at_10(store: Any, index: Any, queries: list[str], qvecs: np.ndarray,
         "SELECT doc_id FROM (SELECT doc_id, score FROM vec_ranked UNION ALL "
         "SELECT doc_id, best FROM hype_ranked) GROUP BY doc_id ORDER BY max(score) DESC, "
         "doc_id LIMIT :limit")
+    scan = store.backend._scan  # the in-memory sign bits, as store.search() uses them
     recalls = []
     for q, v in zip(queries, qvecs, strict=True):
         exact = {d for d, _ in index.vector_search(v, 10)}
-        got = {paths[r[0]] for r in conn.execute(sql, build_params(store, q, v, **settings))}
+        params = build_params(store, q, v, **settings)
+        if scan is not None:
+            ranked_bits(scan, conn, params, store.embedder.dim)
+        got = {paths[r[0]] for r in conn.execute(sql, params)}
         recalls.append(len(got & exact) / 10)
     return {"recall_at_10": float(np.mean(recalls)), "queries": len(recalls)}
 

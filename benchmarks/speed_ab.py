@@ -10,6 +10,11 @@ and the seed design interleaved query by query (order rotated); recall@10 of
 each statement's vector lists against exact search (benchmarks.speed), and of
 the exact plan (up to EXACT_ARM_MAX documents). Corpora: the cached
 real-vector ones of benchmarks/speed.py.
+
+The other arm also runs without this tree's in-memory copy of the sign bits
+(kbstore/backends/sqlite/bits_scan.py): search.sql scans them itself, as a
+statement written before the copy does. ``--other`` this tree's own
+search.sql therefore measures the copy alone.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ def use(sql: str) -> None:
     """Make ``sql`` the statement store.search() and the benchmark helpers run."""
     sqlite_search.search_sql = lambda: sql  # type: ignore[assignment]
     latency.search_sql = lambda: sql  # type: ignore[assignment]
+    sqlite_search.statement.cache_clear()  # it caches the statement it derives
 
 
 def open_corpus(n: int, args: argparse.Namespace) -> tuple[list[str], Any, Any, Any]:
@@ -65,10 +71,12 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
     build(n, 384, args.data_dir, args.cache_dir, source="real")
     queries, qvecs, index, store = open_corpus(n, args)
     statements = {"other": other, "this": this}
+    scans = {"other": None, "this": store.backend._scan}
 
     def arm(name: str) -> Any:
         def search(q: str, v: Any) -> None:
             use(statements[name])
+            store.backend._scan = scans[name]
             store.search(q, query_vector=v, limit=10, now=NOW)
         return search
 
@@ -80,6 +88,7 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
         recall = {}
         for name in ("other", "this"):
             use(statements[name])
+            store.backend._scan = scans[name]
             recall[name] = recall_at_10(store, index, queries[:k], qvecs[:k])["recall_at_10"]
         use(this)
         recall["exact_plan"] = (recall_at_10(store, index, queries[:k], qvecs[:k],
@@ -87,6 +96,7 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
                                 if n <= EXACT_ARM_MAX else float("nan"))
     finally:
         use(this)
+        store.backend._scan = scans["this"]
         store.close()
     p50 = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
     return {"n": n, "p50_ms": p50, "ratio_other": p50["other"] / p50["seed"],

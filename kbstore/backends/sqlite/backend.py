@@ -77,6 +77,7 @@ class SQLiteBackend:
         self.location = str(path)
         self.read_only = read_only
         self._has_bits: bool | None = None
+        self._scan = _search.BitsScan()
 
     @classmethod
     def open(cls, location: str | os.PathLike[str], *, mode: str = "create",
@@ -478,7 +479,8 @@ class SQLiteBackend:
     # -- search ----------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> list[Hit]:
-        return _search.run(self.conn, request, self._dim_for_search(), self._bits_index())
+        return _search.run(self.conn, request, self._dim_for_search(), self._bits_index(),
+                           self._scan)
 
     def prepare_search(self, request: SearchRequest) -> None:
         _search.prepare(self.conn, request, self._dim_for_search(), self._bits_index())

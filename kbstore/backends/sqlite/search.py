@@ -16,6 +16,8 @@ from typing import Any
 from ...model import Hit, SearchRequest
 from ...query import VEC_K_KEYS, vec_k
 from ..hits import to_hits
+from .bits_scan import PARAMS as BITS_PARAMS
+from .bits_scan import BitsScan
 from .connection import Connection, database_errors, snapshot, vec_path
 
 log = logging.getLogger(__name__)
@@ -143,17 +145,25 @@ def compile_params(request: SearchRequest, dim: int, bits_index: bool = True
         qvec=request.vector if has_vector else bytes(4 * dim),
         vec_bytes=4 * dim,  # a float32 copy of another size is skipped
         topic=request.topic, now=request.now, limit=request.limit)
+    # NULL: search.sql scans the sign bits itself (see run and bits_scan.py)
+    params.update(dict.fromkeys(BITS_PARAMS.values()))
     for key in VEC_K_KEYS:
         params[key] = vec_k(request.settings, key, request.limit) if has_vector else 0
     return params
 
 
-def run(conn: Connection, request: SearchRequest, dim: int, bits_index: bool = True
-        ) -> list[Hit]:
+def run(conn: Connection, request: SearchRequest, dim: int, bits_index: bool = True,
+        scan: BitsScan | None = None) -> list[Hit]:
+    """The statement's rows as hits. With ``scan`` (a file with the bits
+    indexes), the sign bits of a file searched again unchanged are ranked in
+    numpy (bits_scan.py) and handed to the statement, which otherwise ranks
+    them itself: the same candidates either way."""
     params = compile_params(request, dim, bits_index)
     # One snapshot: with a writer committing meanwhile, a hit's fields and
     # snippet still come from one version of the document.
     with snapshot(conn):
+        if scan is not None and bits_index:
+            ranked_bits(scan, conn, params, dim)
         try:
             rows = _rows(conn, statement(bits_index, guarded=False), params)
         except database_errors() as exc:
@@ -164,6 +174,17 @@ def run(conn: Connection, request: SearchRequest, dim: int, bits_index: bool = T
             log.warning("a stored vector is damaged (%s); it was skipped. Run `kbstore doctor "
                         "--fix` to re-embed it", exc)
     return to_hits(rows, request)
+
+
+def ranked_bits(scan: BitsScan, conn: Connection, params: dict[str, Any], dim: int) -> None:
+    """Set params' :bits_* to the ids scan ranks from its copy (NULL where it
+    has none: no copy yet, a topic, no query vector). Inside the snapshot the
+    statement then runs in."""
+    if params["topic"] is None and params["has_vector"]:
+        params.update(scan.params(conn, params["qvec"], dim, {
+            "doc": params["vec_k_doc"], "chunk": params["vec_k_chunk"],
+            # the most the statement asks for (vec_plan's hype_oversample)
+            "hype": int(min(4096, params["vec_k_hype"] * HYPE_OVERSAMPLE_LARGE))}))
 
 
 def _rows(conn: Connection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -260,12 +260,18 @@ vec_plan AS MATERIALIZED (
 -- Each scan of a bits index is one UNION ALL arm between "[bits index]"
 -- marks: a file of schema v3/v4 read as it is (no bits column) runs the
 -- statement without them (kbstore/backends/sqlite/search.py).
+-- :bits_doc / :bits_hype / :bits_chunk (JSON arrays of vector ids, or NULL):
+-- the same ranking of the sign bits, done by kbstore in numpy on a copy of
+-- the bits held in memory while the file is unchanged (bits_scan.py); when
+-- one is given its arm replaces that kind's scan and vec0 KNN. The sqlite3
+-- shell passes NULL: the statement scans itself, with the same candidates.
 vec_doc AS MATERIALIZED (
     SELECT c.vector_id, v.doc_id,
            1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
     FROM (SELECT vector_id FROM vectors
           WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-            AND k = CASE WHEN (SELECT doc OR plain FROM vec_plan) OR :topic IS NOT NULL THEN 0
+            AND k = CASE WHEN (SELECT doc OR plain FROM vec_plan) OR :topic IS NOT NULL
+                           OR :bits_doc IS NOT NULL THEN 0
                          ELSE :vec_k_doc END
             AND kind = 'doc'
           UNION ALL
@@ -283,8 +289,13 @@ vec_doc AS MATERIALIZED (
                 AND (:topic IS NULL OR doc_id IN (SELECT id FROM documents WHERE topic = :topic))
               ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(vec_f32(:qvec))),
                        vector_id
-              LIMIT (SELECT CASE WHEN plain AND NOT doc THEN :vec_k_doc ELSE 0 END
+              LIMIT (SELECT CASE WHEN plain AND NOT doc AND :bits_doc IS NULL THEN :vec_k_doc
+                                 ELSE 0 END
                      FROM vec_plan))
+          UNION ALL
+          SELECT value FROM (
+              SELECT value FROM json_each(:bits_doc) WHERE :topic IS NULL ORDER BY key
+              LIMIT (SELECT CASE WHEN NOT doc THEN :vec_k_doc ELSE 0 END FROM vec_plan))
           -- [/bits index]
          ) AS c
     JOIN vector_data AS v ON v.vector_id = c.vector_id
@@ -306,7 +317,8 @@ vec_chunk AS MATERIALIZED (
            1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec)) AS similarity
     FROM (SELECT vector_id FROM vectors
           WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-            AND k = CASE WHEN (SELECT chunk OR plain FROM vec_plan) OR :topic IS NOT NULL THEN 0
+            AND k = CASE WHEN (SELECT chunk OR plain FROM vec_plan) OR :topic IS NOT NULL
+                           OR :bits_chunk IS NOT NULL THEN 0
                          ELSE :vec_k_chunk END
             AND kind = 'chunk'
           UNION ALL
@@ -324,8 +336,13 @@ vec_chunk AS MATERIALIZED (
                 AND (:topic IS NULL OR doc_id IN (SELECT id FROM documents WHERE topic = :topic))
               ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(vec_f32(:qvec))),
                        vector_id
-              LIMIT (SELECT CASE WHEN plain AND NOT chunk THEN :vec_k_chunk ELSE 0 END
+              LIMIT (SELECT CASE WHEN plain AND NOT chunk AND :bits_chunk IS NULL THEN :vec_k_chunk
+                                 ELSE 0 END
                      FROM vec_plan))
+          UNION ALL
+          SELECT value FROM (
+              SELECT value FROM json_each(:bits_chunk) WHERE :topic IS NULL ORDER BY key
+              LIMIT (SELECT CASE WHEN NOT chunk THEN :vec_k_chunk ELSE 0 END FROM vec_plan))
           -- [/bits index]
          ) AS c
     JOIN vector_data AS v ON v.vector_id = c.vector_id
@@ -349,7 +366,8 @@ vec_hype AS MATERIALIZED (
         SELECT c.vector_id, v.doc_id
         FROM (SELECT vector_id FROM vectors
               WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-                AND k = CASE WHEN (SELECT hype OR plain FROM vec_plan) OR :topic IS NOT NULL THEN 0
+                AND k = CASE WHEN (SELECT hype OR plain FROM vec_plan) OR :topic IS NOT NULL
+                               OR :bits_hype IS NOT NULL THEN 0
                              ELSE CAST(min(4096, :vec_k_hype * (SELECT hype_oversample FROM vec_plan))
                                       AS INTEGER) END
                 AND kind = 'hype'
@@ -370,7 +388,14 @@ vec_hype AS MATERIALIZED (
                          OR doc_id IN (SELECT id FROM documents WHERE topic = :topic))
                   ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(vec_f32(:qvec))),
                            vector_id
-                  LIMIT (SELECT CASE WHEN plain AND NOT hype
+                  LIMIT (SELECT CASE WHEN plain AND NOT hype AND :bits_hype IS NULL
+                                     THEN CAST(min(4096, :vec_k_hype * hype_oversample) AS INTEGER)
+                                     ELSE 0 END
+                         FROM vec_plan))
+              UNION ALL
+              SELECT value FROM (
+                  SELECT value FROM json_each(:bits_hype) WHERE :topic IS NULL ORDER BY key
+                  LIMIT (SELECT CASE WHEN NOT hype
                                      THEN CAST(min(4096, :vec_k_hype * hype_oversample) AS INTEGER)
                                      ELSE 0 END
                          FROM vec_plan))

@@ -1,0 +1,164 @@
+"""The sign-bit scan in numpy (kbstore/backends/sqlite/bits_scan.py): a file
+searched again unchanged ranks its sign bits from a copy in memory instead of
+search.sql's scan. It must hand the statement exactly the candidates the SQL
+scan finds (ties by vector_id included), and never a stale copy: after any
+write -- this connection's, another connection's, another process's -- the
+next search sees the file as it is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbstore import Document, FakeEmbedder, KnowledgeStore
+from kbstore.backends.sqlite import bits_scan
+from kbstore.backends.sqlite.bits_scan import _top
+
+from .util import raw
+
+NOW = "2026-01-01T00:00:00+00:00"
+QUERIES = ("picobot deployment", "how do I write a skill", "python testing tips",
+           "what did I do last week", "user preferences", "sqlite search ranking",
+           "river valley notes", "a long report on topic 7")
+# Shallow KNNs, the bit plan forced: the candidates are decided by the sign
+# bits and their ties (64-d vectors: 8-byte bits, many equal distances).
+SHALLOW = {"vec_plan": "bits", "vec_k_doc": 3, "vec_k_hype": 4, "vec_k_chunk": 2}
+WORDS = ("river valley stone bridge lantern harbor meadow orchard copper signal "
+         "winter market ledger garden compass").split()
+
+
+def _docs(n: int, start: int = 0) -> list[Document]:
+    out = []
+    for i in range(start, start + n):
+        words = [WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(40 if i % 5 else 400)]
+        out.append(Document(path=f"notes/n{i:03d}.md", title=f"Note {i} on topic {i % 9}",
+                            body=" ".join(words), tags=[f"t{i % 4}"],
+                            topic="notes" if i % 2 else "other"))
+    return out
+
+
+@pytest.fixture
+def kb(tmp_path: Path, fake_llm) -> KnowledgeStore:  # type: ignore[no-untyped-def]
+    fake_llm.answer = lambda prompt: ("What does this note say?\nWhich place is it about?\n"
+                                      f"Why does it matter {len(prompt) % 11}?")
+    store = KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(64), hype=True)
+    store.upsert_many(_docs(60))
+    return store
+
+
+def _scan(store: KnowledgeStore) -> bits_scan.BitsScan:
+    return store.backend._scan  # type: ignore[attr-defined,no-any-return]
+
+
+def _rows(store: KnowledgeStore, query: str, **settings: object) -> list[tuple]:
+    return [(h.path, h.score, tuple(sorted(h.explain["ranks"].items())))
+            for h in store.search(query, limit=30, now=NOW, explain=True, **settings)]
+
+
+def test_the_copy_gives_the_sql_scans_rows_for_every_query(kb: KnowledgeStore) -> None:
+    conn = raw(kb)
+    counts = {kind: conn.execute(f"SELECT count(*) FROM vector_data INDEXED BY {index} "
+                                 f"WHERE {where}").fetchone()[0]
+              for kind, (index, where) in bits_scan._KINDS.items()}
+    assert min(counts.values()) > 10, counts  # every kind is there to be scanned
+    for settings in (SHALLOW, {}, {"vec_k_doc": 1, "vec_k_hype": 1, "vec_k_chunk": 1,
+                                   "vec_plan": "bits", "fusion": "convex"}):
+        fresh = KnowledgeStore.open(kb.location, FakeEmbedder(64), hype=False)
+        try:
+            scan = _scan(fresh)
+            limit, scan.max_bytes = scan.max_bytes, 0  # no copy: search.sql scans
+            sql = [_rows(fresh, q, **settings) for q in QUERIES]
+            assert scan.reads == 0
+            scan.max_bytes = limit
+            numpy = [_rows(fresh, q, **settings) for q in QUERIES]
+            assert scan.reads == 1  # read once, at the second search
+            assert numpy == sql
+            assert any(sql)
+        finally:
+            fresh.close()
+
+
+def test_a_topic_or_a_too_large_store_keeps_the_sql_scan(kb: KnowledgeStore) -> None:
+    scan = _scan(kb)
+    before = [_rows(kb, q, topic="notes", **SHALLOW) for q in QUERIES]
+    assert scan.reads == 0 and any(before)
+    scan.max_bytes = 100  # far below this store's bits
+    for q in QUERIES:
+        _rows(kb, q, **SHALLOW)
+    assert scan.reads == 0
+
+
+def _vector_only(query_word: str) -> dict[str, object]:
+    return {"w_fm": 0.0, "w_fts": 0.0, "w_hype_fts": 0.0, "w_date": 0.0, "w_hype": 0.0,
+            "min_similarity": None, "vec_plan": "bits", "vec_k_doc": 1, "vec_k_hype": 1,
+            "vec_k_chunk": 1}
+
+
+def _warm(store: KnowledgeStore) -> None:
+    for _ in range(2):
+        store.search("warm up", limit=1, now=NOW)
+    assert _scan(store).reads >= 1
+
+
+def test_a_write_on_this_connection_is_seen_by_the_next_search(kb: KnowledgeStore) -> None:
+    _warm(kb)
+    query = "zebra quartz harmonica"
+    assert [h.path for h in kb.search(query, limit=1, now=NOW, **_vector_only(query))] != \
+        ["new/zebra.md"]
+    kb.upsert("new/zebra.md", title="zq", body=query)  # embeds to the query's own vector
+    assert [h.path for h in kb.search(query, limit=1, now=NOW, **_vector_only(query))] == \
+        ["new/zebra.md"]
+    kb.delete("new/zebra.md")
+    hits = kb.search(query, limit=3, now=NOW, **_vector_only(query))
+    assert hits and "new/zebra.md" not in [h.path for h in hits]
+
+
+def test_writes_by_another_connection_and_another_process_are_seen(
+        kb: KnowledgeStore) -> None:
+    _warm(kb)
+    query = "walrus obsidian kazoo"
+    other = KnowledgeStore.open(kb.location, FakeEmbedder(64), hype=False)
+    try:
+        other.upsert("new/walrus.md", title="wok", body=query)
+    finally:
+        other.close()
+    assert [h.path for h in kb.search(query, limit=1, now=NOW, **_vector_only(query))] == \
+        ["new/walrus.md"]
+    _warm(kb)
+    reads = _scan(kb).reads
+    query2 = "narwhal basalt ocarina"
+    code = ("import sys; from kbstore import FakeEmbedder, KnowledgeStore\n"
+            "s = KnowledgeStore.open(sys.argv[1], FakeEmbedder(64), hype=False)\n"
+            f"s.upsert('new/narwhal.md', title='nbo', body={query2!r}); s.close()\n")
+    subprocess.run([sys.executable, "-c", code, kb.location], check=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert [h.path for h in kb.search(query2, limit=1, now=NOW, **_vector_only(query2))] == \
+        ["new/narwhal.md"]
+    assert _scan(kb).reads == reads  # changed under it: the SQL scan, no re-read yet
+
+
+def test_the_numpy_ranking_is_the_sql_ranking_with_many_ties(tmp_path: Path) -> None:
+    """_top against SQLite's ORDER BY vec_distance_hamming(...), vector_id on
+    16-bit vectors (distances 0..16 only: every k cuts through a tie)."""
+    from kbstore.backends.sqlite.connection import connect
+
+    rng = np.random.default_rng(3)
+    ids = rng.choice(10**9, size=500, replace=False).astype(np.int64)
+    bits = rng.integers(0, 256, size=(500, 2), dtype=np.uint8)
+    conn = connect(tmp_path / "t.sqlite")
+    conn.execute("CREATE TABLE b (vector_id INTEGER PRIMARY KEY, bits BLOB)")
+    conn.executemany("INSERT INTO b VALUES (?, ?)",
+                     [(int(i), row.tobytes()) for i, row in zip(ids, bits, strict=True)])
+    order = np.argsort(ids)
+    for trial in range(20):
+        query = rng.integers(0, 256, size=2, dtype=np.uint8)
+        for k in (1, 7, 50, 499, 500, 900):
+            want = [r[0] for r in conn.execute(
+                "SELECT vector_id FROM b ORDER BY vec_distance_hamming(vec_bit(bits), "
+                "vec_bit(?)), vector_id LIMIT ?", (query.tobytes(), k))]
+            assert _top(ids[order], bits[order], query, k) == want, (trial, k)
