@@ -28,6 +28,7 @@ QUERIES = ("picobot deployment", "how do I write a skill", "python testing tips"
 # Shallow KNNs, the bit plan forced: the candidates are decided by the sign
 # bits and their ties (64-d vectors: 8-byte bits, many equal distances).
 SHALLOW = {"vec_plan": "bits", "vec_k_doc": 3, "vec_k_hype": 4, "vec_k_chunk": 2}
+DEEP = {"vec_k_doc": 4096, "vec_k_hype": 4096, "vec_k_chunk": 4096}
 WORDS = ("river valley stone bridge lantern harbor meadow orchard copper signal "
          "winter market ledger garden compass").split()
 
@@ -162,3 +163,46 @@ def test_the_numpy_ranking_is_the_sql_ranking_with_many_ties(tmp_path: Path) -> 
                 "SELECT vector_id FROM b ORDER BY vec_distance_hamming(vec_bit(bits), "
                 "vec_bit(?)), vector_id LIMIT ?", (query.tobytes(), k))]
             assert _top(ids[order], bits[order], query, k) == want, (trial, k)
+
+
+def test_searches_racing_a_writer_always_see_what_it_committed(kb: KnowledgeStore) -> None:
+    """Another connection commits documents while this one searches: each
+    document reported committed before a search started is found by it (a
+    copy of the bits read before that commit must not be used)."""
+    import threading
+    import time
+
+    _warm(kb)
+    committed: list[tuple[str, str]] = []
+    done = threading.Event()
+
+    def write() -> None:
+        other = KnowledgeStore.open(kb.location, FakeEmbedder(64), hype=False)
+        try:
+            for i in range(12):
+                # letters only, no word of the other documents
+                body = " ".join("".join(chr(97 + (i * 5 + j * 3 + m) % 26) for m in range(7))
+                                + "qz" for j in range(4))
+                other.upsert(f"race/r{i:02d}.md", title=f"r{i}", body=body)
+                committed.append((f"race/r{i:02d}.md", body))
+                time.sleep(0.05)  # room for searches between the commits
+        finally:
+            other.close()
+            done.set()
+
+    def check(path: str, body: str) -> None:
+        # every vector a candidate: a copy without the new one misses it
+        hits = kb.search(body, limit=1, now=NOW, **{**_vector_only(body), **DEEP})
+        assert [h.path for h in hits] == [path], path
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    during = 0
+    while not done.is_set():
+        if committed:
+            check(*committed[-1])
+            during += 1
+    writer.join()
+    for path, body in committed:
+        check(path, body)
+    assert len(committed) == 12 and during >= 3  # searches did run between the commits
