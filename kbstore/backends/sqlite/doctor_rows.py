@@ -241,7 +241,7 @@ def vector_damage(conn: Connection) -> tuple[set[int], set[int]]:
     Checked a slice of rows at a time in numpy."""
     import numpy as np
 
-    dim = _vectors.table_dim(conn)
+    dim = _vectors.table_dim(conn) or 0  # no vector table: no float copy is usable
     has_bits = any(r[1] == "bits" for r in conn.execute("PRAGMA table_info(vector_data)"))
     bad: set[int] = set()
     stale: set[int] = set()
@@ -254,7 +254,7 @@ def vector_damage(conn: Connection) -> tuple[set[int], set[int]]:
         if not sized:
             continue
         floats = np.frombuffer(b"".join(r[1] for r in sized), dtype=np.float32).reshape(-1, dim)
-        usable = np.isfinite(floats).all(axis=1) & floats.any(axis=1)
+        usable = (np.isfinite(floats).all(axis=1) & floats.any(axis=1)).tolist()
         bad.update(int(r[0]) for r, ok in zip(sized, usable, strict=True) if not ok)
         if has_bits:
             good = [r for r, ok in zip(sized, usable, strict=True) if ok]
