@@ -17,7 +17,7 @@ import pytest
 
 from kbstore import Document, FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite import bits_scan
-from kbstore.backends.sqlite.bits_scan import _top
+from kbstore.backends.sqlite.bits_scan import _top, columns
 
 from .util import raw
 
@@ -162,7 +162,7 @@ def test_the_numpy_ranking_is_the_sql_ranking_with_many_ties(tmp_path: Path) -> 
             want = [r[0] for r in conn.execute(
                 "SELECT vector_id FROM b ORDER BY vec_distance_hamming(vec_bit(bits), "
                 "vec_bit(?)), vector_id LIMIT ?", (query.tobytes(), k))]
-            assert _top(ids[order], bits[order], query, k) == want, (trial, k)
+            assert _top(ids[order], columns(bits[order]), query, k) == want, (trial, k)
 
 
 def test_searches_racing_a_writer_always_see_what_it_committed(kb: KnowledgeStore) -> None:

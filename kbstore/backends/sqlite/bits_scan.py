@@ -43,7 +43,7 @@ MAX_BYTES = 64 << 20
 
 
 def _read(conn: Connection, kind: str, nbytes: int) -> tuple[Any, Any] | None:
-    """(ids ascending, bits as rows of words) of one kind, or None if any row's
+    """(ids ascending, the bits as columns of words) of one kind, or None if any row's
     bits are not nbytes long (a damaged row: the SQL scan handles it).
 
     One aggregate row instead of a Python tuple per vector (60k vectors:
@@ -56,24 +56,39 @@ def _read(conn: Connection, kind: str, nbytes: int) -> tuple[Any, Any] | None:
         f"SELECT count(*), CAST(group_concat(bits, '') AS BLOB), group_concat(vector_id) "
         f"FROM vector_data INDEXED BY {index} WHERE {where}").fetchone()
     if not n:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, nbytes), dtype=np.uint8)
+        return np.zeros(0, dtype=np.int64), np.zeros((nbytes, 0), dtype=np.uint8)
     if blob is None or len(blob) != n * nbytes:
         return None
     id_array = np.array(ids.split(","), dtype=np.int64)
     bits = np.frombuffer(blob, dtype=_word(nbytes)).reshape(n, -1)
     order = np.argsort(id_array, kind="stable")
-    return id_array[order], bits[order]
+    return id_array[order], columns(bits[order])
+
+
+def columns(rows: Any) -> Any:
+    """Rows of bit words as one contiguous array per word position (words x
+    n): the distance is then summed word by word over whole columns, 0.5 ms
+    for 60k 384-d vectors against 3.5 ms row by row (numpy's sum along a
+    short axis)."""
+    import numpy as np
+
+    return np.ascontiguousarray(rows.T)
 
 
 def _top(ids: Any, bits: Any, query: Any, k: int) -> list[int]:
     """The k vector ids with the fewest differing bits, ties by vector_id:
     what search.sql's ``ORDER BY vec_distance_hamming(...), vector_id LIMIT k``
-    returns."""
+    returns. ``bits``: columns() of the rows, in the order of ``ids``."""
     import numpy as np
 
     if k <= 0 or not len(ids):
         return []
-    dist = np.bitwise_count(bits ^ query).sum(axis=1, dtype=np.int32)
+    dist = np.zeros(len(ids), dtype=np.int32)
+    word = np.empty(len(ids), dtype=bits.dtype)
+    count = np.empty(len(ids), dtype=np.uint8)
+    for column, q in zip(bits, query, strict=True):
+        np.bitwise_xor(column, q, out=word)
+        dist += np.bitwise_count(word, out=count)
     if k < len(ids):
         kth = np.partition(dist, k - 1)[k - 1]
         below = np.flatnonzero(dist < kth)
