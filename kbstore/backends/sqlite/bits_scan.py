@@ -62,17 +62,17 @@ def _read(conn: Connection, kind: str, nbytes: int) -> tuple[Any, Any] | None:
     id_array = np.array(ids.split(","), dtype=np.int64)
     bits = np.frombuffer(blob, dtype=_word(nbytes)).reshape(n, -1)
     order = np.argsort(id_array, kind="stable")
-    return id_array[order], columns(bits[order])
+    return id_array[order], columns(bits, order)
 
 
-def columns(rows: Any) -> Any:
-    """Rows of bit words as one contiguous array per word position (words x
-    n): the distance is then summed word by word over whole columns, 0.5 ms
-    for 60k 384-d vectors against 3.5 ms row by row (numpy's sum along a
-    short axis)."""
+def columns(rows: Any, order: Any = None) -> Any:
+    """Rows of bit words (in ``order``, if given) as one contiguous array per
+    word position (words x n), made in one copy: the distance is then summed
+    word by word over whole columns, 0.5 ms for 60k 384-d vectors against
+    3.5 ms row by row (numpy's sum along a short axis)."""
     import numpy as np
 
-    return np.ascontiguousarray(rows.T)
+    return np.ascontiguousarray(rows.T if order is None else rows.T[:, order])
 
 
 def _top(ids: Any, bits: Any, query: Any, k: int) -> list[int]:
