@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import InvalidDocumentError
+from .listing import shown
 from .model import DOC_TYPES, Document, Skipped
 
 log = logging.getLogger("kbstore")
@@ -567,7 +568,8 @@ def _loops(file: Path) -> bool:
 
 
 def _printable(rel: str) -> str:
-    """A non-UTF-8 file name as text a report and a terminal can show."""
+    """A non-UTF-8 file name as text that can be stored and reported (a
+    report line shows any path through ``listing.shown``)."""
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
@@ -580,10 +582,10 @@ def workspace_documents(workspace: str | os.PathLike[str], seen: set[str],
         seen.add(rel)
         if reason or file is None:
             skipped.append(Skipped(rel, reason))
-            log.warning("skipped %s: %s", rel, reason)
+            log.warning("skipped %s: %s", shown(rel), reason)
             continue
         try:
             yield parse_file(file, rel)
         except (InvalidDocumentError, OSError) as exc:
             skipped.append(Skipped(rel, str(exc)))
-            log.warning("skipped %s: %s", rel, exc)
+            log.warning("skipped %s: %s", shown(rel), exc)
