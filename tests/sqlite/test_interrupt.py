@@ -223,3 +223,52 @@ def test_ctrl_c_pressed_again_and_again_still_stops_cleanly_with_130(
     assert again.returncode == 0, again.stderr
     _doctor_clean(db)
     assert _count(db) == N
+
+
+# The new store's vector table is made in the transaction that makes its
+# schema: here it waits, so a Ctrl-C lands before anything is committed.
+SLOW_CREATE_CLI = """
+import sys, time
+from kbstore.backends.sqlite import vectors
+real = vectors.create_table
+def slow(*args, **kwargs):
+    print("creating", file=sys.stderr, flush=True)
+    time.sleep(30)
+    return real(*args, **kwargs)
+vectors.create_table = slow
+from kbstore.cli import main
+sys.argv = ["kbstore", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing-empty-file"])
+def test_ctrl_c_while_copy_creates_its_destination_leaves_no_schemaless_file(
+        tmp_path: Path, existing: bool) -> None:
+    """Formerly a 4 KiB file without a schema stayed behind. A destination
+    file the command made is removed while it holds nothing; one that was
+    there before (here a zero-byte file) is never removed."""
+    src, dst = tmp_path / "src.sqlite", tmp_path / "dst.sqlite"
+    with KnowledgeStore.open(src, "fake", hype=False) as store:
+        for i in range(5):
+            store.upsert(f"projects/n{i}.md", title=f"n{i}", body=f"body {i}")
+    if existing:
+        dst.touch()
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CREATE_CLI, "copy", str(src), str(dst)],
+                            env=_env(), text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=_as_at_a_terminal)
+    assert proc.stderr is not None
+    assert proc.stderr.readline() == "creating\n"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.rstrip().endswith("stopped: 0 documents copied; run the same command again to "
+                                 "continue"), err
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("dst"))
+    assert left == (["dst.sqlite"] if existing else []), left
+    again = subprocess.run([sys.executable, "-m", "kbstore", "copy", str(src), str(dst)],
+                           env=_env(), text=True, capture_output=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert _count(dst) == 5
+    _doctor_clean(dst)
