@@ -188,10 +188,21 @@ def digest(db: str | Path) -> str | None:
 
 
 def contents(db: Path | str) -> dict[str, tuple[str, str, str]]:
-    """path -> (title, body, tags) of every stored document."""
+    """path -> (title, body, tags as JSON text) of every stored document. The
+    tags are written the same way for both backends (SQLite returns JSON text,
+    PostgreSQL a list), so a copy from one to the other compares equal."""
     with reading(db) as conn:
-        return {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+        return {r[0]: (r[1], r[2], _tags_text(r[3])) for r in conn.execute(
             "SELECT path, title, body, tags FROM documents")}
+
+
+def _tags_text(tags: Any) -> str:
+    if not isinstance(tags, str):
+        return json.dumps(tags)
+    try:
+        return json.dumps(json.loads(tags))
+    except ValueError:  # damaged on purpose (the fuzzers): compared as it is
+        return tags
 
 
 def vectors_match(db: Path | str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from . import query as _query
 from .embed import Embedder, fingerprint_id
+from .listing import some_paths
 from .model import Check, DoctorReport
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def fix(store: KnowledgeStore, *, embedder: Embedder | None = None) -> DoctorRep
     untouched = next((c for c in after.problems if c.name == "invalid_tags"), None)
     if untouched is not None:
         actions.append(f"left the tags of {untouched.count} document(s) as they are (not a "
-                       f"list of strings: {', '.join(untouched.sample)}); write them back "
+                       f"list of strings: {some_paths(untouched.sample)}); write them back "
                        "as strings")
     after.fixed = actions
     return after

@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import InvalidDocumentError
+from .listing import shown
 from .model import DOC_TYPES, Document, Skipped
 
 log = logging.getLogger("kbstore")
@@ -46,6 +47,10 @@ EXCLUDED_NAMES = frozenset(
 # importer, and a larger body is refused by ``upsert`` and picobot's store (a
 # store's own exchange -- export, import-jsonl, copy -- keeps what it holds).
 MAX_FILE_BYTES = 2 * 1024 * 1024
+# The longest document path, in bytes of UTF-8, for every way in (API, import,
+# import-jsonl, copy, the MCP tools). PostgreSQL's unique index on the path
+# refuses an entry over ~2.7 kB; a longer file name is skipped with the reason.
+MAX_PATH_BYTES = 2048
 # A title or tag past these is a pasted body or a YAML bomb, not a title.
 MAX_TITLE_CHARS = 1000
 MAX_TAG_CHARS = 100
@@ -55,14 +60,19 @@ _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
 def validate_path(path: str) -> str:
-    """A document path is relative, POSIX, ends in .md and stays inside the
-    knowledge root: 'projects/picobot.md', 'skills/web/SKILL.md'."""
+    """A document path is relative, POSIX, ends in .md, stays inside the
+    knowledge root ('projects/picobot.md', 'skills/web/SKILL.md') and is at
+    most MAX_PATH_BYTES of UTF-8."""
     if not isinstance(path, str) or not path.strip():
         raise InvalidDocumentError("document path must be a non-empty string")
     if "\x00" in path or "\\" in path:
         raise InvalidDocumentError(f"document path has a NUL or backslash: {path!r}")
     if not _is_utf8(path):
         raise InvalidDocumentError(f"document path is not valid UTF-8: {path!r}")
+    if len(path) * 4 > MAX_PATH_BYTES and len(path.encode("utf-8")) > MAX_PATH_BYTES:
+        raise InvalidDocumentError(
+            f"document path is {len(path.encode('utf-8'))} bytes of UTF-8, over the "
+            f"{MAX_PATH_BYTES}-byte limit: {path[:60]!r}...")
     pure = PurePosixPath(path)
     if pure.is_absolute() or any(part in ("..", ".", "") for part in path.split("/")):
         raise InvalidDocumentError(
@@ -567,7 +577,8 @@ def _loops(file: Path) -> bool:
 
 
 def _printable(rel: str) -> str:
-    """A non-UTF-8 file name as text a report and a terminal can show."""
+    """A non-UTF-8 file name as text that can be stored and reported (a
+    report line shows any path through ``listing.shown``)."""
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
@@ -580,10 +591,10 @@ def workspace_documents(workspace: str | os.PathLike[str], seen: set[str],
         seen.add(rel)
         if reason or file is None:
             skipped.append(Skipped(rel, reason))
-            log.warning("skipped %s: %s", rel, reason)
+            log.warning("skipped %s: %s", shown(rel), reason)
             continue
         try:
             yield parse_file(file, rel)
         except (InvalidDocumentError, OSError) as exc:
             skipped.append(Skipped(rel, str(exc)))
-            log.warning("skipped %s: %s", rel, exc)
+            log.warning("skipped %s: %s", shown(rel), exc)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import KBStoreError
-from .ingest import SKILLS_TOPIC, TOPICS
+from .ingest import MAX_PATH_BYTES, SKILLS_TOPIC, TOPICS
 
 MAX_LIMIT = 100
 MAX_RECENT = 500
@@ -49,7 +49,9 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = (), *,
 _STR = {"type": "string"}
 _STR_OR_NULL = {"type": ["string", "null"]}
 _TAGS = {"type": "array", "items": {"type": "string"}}
-_PATH_IN = {"type": "string", "minLength": 1, "maxLength": 1000,
+# A path of at most MAX_PATH_BYTES bytes has at most as many characters: the
+# tools take every path the store takes (validate_path counts the bytes).
+_PATH_IN = {"type": "string", "minLength": 1, "maxLength": MAX_PATH_BYTES,
             "description": "Document path as returned by search or list, e.g. "
                            "'projects/picobot.md' or 'skills/deploy/SKILL.md'."}
 

@@ -41,7 +41,7 @@ from .ingest import (
     parse_file,
     scan_workspace,
 )
-from .listing import some_paths
+from .listing import shown, some_paths
 from .model import Document, Skipped
 from .removal import plan_removal
 
@@ -268,7 +268,7 @@ class Watcher:
             pending = again
             time.sleep(self.settle_s)
         for skipped in report.skipped:
-            log.warning("skipped %s: %s (the stored copy, if any, is kept)", skipped.path,
+            log.warning("skipped %s: %s (the stored copy, if any, is kept)", shown(skipped.path),
                         skipped.reason)
         if docs:
             with self.lock:

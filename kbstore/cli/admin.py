@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 from typing import Any
 
 import click
 
 from ..embedders import EMBEDDER_NAMES
-from ..errors import KBStoreError
 from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
 
 
@@ -28,42 +25,21 @@ def init(db_path: str, embedder: str, dim: int | None, inference_mode: str) -> N
     An existing store is left as it is (a store without documents takes the
     new embedder).
     """
-    from ..backends import is_url
     from ..embedders import get_embedder
 
     options: dict[str, Any] = {"dim": dim} if dim is not None else {}
     if embedder == "nomic":
         options["inference_mode"] = inference_mode
     chosen = get_embedder(embedder, **options)  # bad --dim fails before a file exists
-    new_file = not is_url(db_path) and not os.path.exists(os.path.expanduser(db_path))
-    try:
-        with open_store(db_path, create=True, embedder=chosen) as store:
-            info = store.status()
-            made = store.created
-    except BaseException:
-        # Never leave a half-made file behind -- nor delete a store another
-        # process made at this path meanwhile (its schema is committed).
-        if new_file and _holds_nothing(os.path.expanduser(db_path)):
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.expanduser(db_path) + suffix)
-        raise
+    # A file this command made is removed again if opening it fails before its
+    # schema is committed (the SQLite backend's open does it, for every command).
+    with open_store(db_path, create=True, embedder=chosen) as store:
+        info = store.status()
+        made = store.created
     fp = info["embedder"]
     click.echo(f"{'initialised' if made else 'checked'} {info['path']}: schema "
                f"v{info['schema_version']}, embedder {fp['name']} ({fp['model']}, "
                f"{fp['dim']} dims), {info['documents']} document(s)")
-
-
-def _holds_nothing(db_path: str) -> bool:
-    """Whether the file at ``db_path`` has no committed kbstore schema (one
-    kbstore cannot read, or did not make, counts as something: it is kept)."""
-    from ..backends import schema_of
-    from ..backends.sqlite.connection import database_errors
-
-    try:
-        return not schema_of(db_path).applied
-    except (KBStoreError, *database_errors()):
-        return False
 
 
 @cli.command()

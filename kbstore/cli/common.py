@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -193,15 +194,58 @@ class Committed:
 
     @contextlib.contextmanager
     def on_interrupt(self) -> Iterator[Committed]:
+        restore = _one_clean_stop()
         try:
             yield self
         except KeyboardInterrupt:
+            restore = _ignore_ctrl_c()  # stopped: the process only reports and exits
             if self.bar is not None:
                 self.bar.close()
             of = f" of {self.total}" if self.total is not None else ""
             click.echo(f"\nstopped: {self.count}{of} documents {self.done}; {self.after}",
                        err=True)
             raise SystemExit(130) from None
+        finally:
+            restore()
+
+
+def _one_clean_stop() -> Callable[[], None]:
+    """Ctrl-C during a long write: the first one raises KeyboardInterrupt (the
+    open batch rolls back, the store closes, the command says how far it got);
+    one pressed again while that stop runs is only acknowledged, so it can
+    neither cut the clean-up short nor kill the process by the signal (exit
+    -2). Returns what puts the previous handler back."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    before = signal.getsignal(signal.SIGINT)
+    if before in (signal.SIG_IGN, None):  # started with Ctrl-C ignored (nohup, a job)
+        return lambda: None
+
+    def again(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # say it once
+        os.write(2, b"\nkbstore: already stopping; documents committed so far are kept\n")
+
+    def first(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, again)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, first)
+    return lambda: signal.signal(signal.SIGINT, before)
+
+
+def _ignore_ctrl_c() -> Callable[[], None]:
+    """From the stop's report to the exit, Ctrl-C is ignored: a Python handler
+    would be dropped while the interpreter shuts down, and the signal's
+    default would then end the process with -2 instead of 130."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return lambda: None
 
 
 def dry_run_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..embedders import EMBEDDER_NAMES
-from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store
+from .common import cli, db_option, echo_json, friendly_errors, json_option, open_store, shown
 
 
 @cli.command()
@@ -45,7 +45,7 @@ def doctor(db_path: str, do_fix: bool, embedder: str | None, as_json: bool) -> N
                 click.echo(f"ok     {check.name}" + (f": {check.detail}" if check.detail else ""))
                 continue
             label = "FAIL " if check.problem else "note "
-            sample = f" (e.g. {', '.join(map(str, check.sample))})" if check.sample else ""
+            sample = f" (e.g. {_samples(check.sample)})" if check.sample else ""
             hint = "" if check.fixable or not check.problem else " [not fixable by --fix]"
             click.echo(f"{label}  {check.name}: {check.count} - {check.detail}{sample}{hint}")
         if report.ok:
@@ -57,3 +57,8 @@ def doctor(db_path: str, do_fix: bool, embedder: str | None, as_json: bool) -> N
                        err=True)
     if not report.ok:
         raise SystemExit(1)
+
+
+def _samples(sample: list[object]) -> str:
+    """Ids as they are; a path (a str) escaped, so the line stays one line."""
+    return ", ".join(shown(s) if isinstance(s, str) else str(s) for s in sample)

@@ -114,3 +114,32 @@ def test_pages_cover_every_id_once(store: KnowledgeStore,
     ids = [d for _, _, page in ranges for d in page]
     assert ids == sorted(doc_id(store, p) for p in PATHS)
     assert [len(page) for _, _, page in ranges] == [5, 5, 2]
+
+
+def test_fix_refills_question_text_a_page_at_a_time(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--fix used to read every HyPE question of the file into one list to
+    refill questions_fts; it now reads one page of documents' questions at a
+    time, and every page's damage is repaired."""
+    monkeypatch.setattr(doctor_rows, "PAGE", 3)
+    conn = raw(store)
+    ids = [doc_id(store, p) for p in PATHS]
+    for n in (0, 4, 8, 11):  # pages 1, 2, 3 and 4
+        conn.execute("UPDATE questions_fts SET questions = 'which zeppelin?' WHERE rowid = ?",
+                     (ids[n],))
+    damaged = sorted(ids[n] for n in (0, 4, 8, 11))
+    assert _found(store)["questions_fts_text"] == (4, damaged[:doctor_rows.SAMPLE])
+    read: list[set[int]] = []
+    question_texts = doctor_rows.question_texts
+
+    def counted(questions: list[tuple[int, int, str]]) -> list[tuple[int, str]]:
+        read.append({d for d, _, _ in questions})
+        return question_texts(questions)
+
+    monkeypatch.setattr(doctor_rows, "question_texts", counted)
+    store.backend.repair({"questions_fts_text"}, {})
+    assert read and max(len(docs) for docs in read) <= 3
+    assert set().union(*read) == set(ids)
+    assert "questions_fts_text" not in _found(store)
+    rows = dict(conn.execute("SELECT rowid, questions FROM questions_fts").fetchall())
+    assert rows == {d: QUESTIONS for d in ids}

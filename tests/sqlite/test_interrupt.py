@@ -5,6 +5,7 @@ committed and how to continue, and exits 130 (it used to print only
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -166,3 +167,108 @@ def test_ctrl_c_while_copy_prune_deletes_says_how_many_were_deleted(tmp_path: Pa
                             "--prune"], env=_env(), text=True, capture_output=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert _count(dst) == N
+
+
+def _staged(db: Path) -> bool:
+    """A reembed has committed new vectors (not yet swapped in)."""
+    with KnowledgeStore.open(db, read_only=True) as store:
+        return bool(store.status().get("rebuild_in_progress"))
+
+
+def _doctor_clean(db: Path) -> None:
+    checked = subprocess.run([sys.executable, "-m", "kbstore", "doctor", "--db", str(db)],
+                             env=_env(), text=True, capture_output=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+@pytest.mark.parametrize("command", ["import", "copy", "reembed"])
+def test_ctrl_c_pressed_again_and_again_still_stops_cleanly_with_130(
+        tmp_path: Path, command: str) -> None:
+    """Formerly a second Ctrl-C while the first one's stop was under way (the
+    message printing, the process exiting) killed the process by the signal
+    (exit -2). Now the first starts the stop, any further one is
+    acknowledged, and the command still exits 130 with how far it got."""
+    src, ws = tmp_path / "kb.sqlite", _workspace(tmp_path / "ws")
+    importing = ["import", "--db", str(src), str(ws), "--embedder", "fake"]
+    if command == "import":
+        args, db = importing, src
+    else:
+        done = subprocess.run([sys.executable, "-m", "kbstore", *importing], env=_env(),
+                              capture_output=True, timeout=300)
+        assert done.returncode == 0
+        db = tmp_path / "dst.sqlite" if command == "copy" else src
+        args = (["copy", str(src), str(db), "--embedder", "fake", "--batch-size", "16"]
+                if command == "copy" else ["reembed", "--db", str(src), "--embedder", "fake",
+                                           "--dim", "32"])
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI, *args], env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_as_at_a_terminal)
+    deadline = time.monotonic() + 120
+    begun = _staged if command == "reembed" else _count
+    while not begun(db) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    while proc.poll() is None and time.monotonic() < deadline:  # Ctrl-C, again and again
+        time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "Aborted!" not in err
+    assert re.search(r"stopped: \d+ of 400 documents (committed|copied|re-embedded); ",
+                     err.strip().splitlines()[-1]), err
+    _doctor_clean(db)
+    again = subprocess.run([sys.executable, "-m", "kbstore", *args], env=_env(), text=True,
+                           capture_output=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    _doctor_clean(db)
+    assert _count(db) == N
+
+
+# The new store's vector table is made in the transaction that makes its
+# schema: here it waits, so a Ctrl-C lands before anything is committed.
+SLOW_CREATE_CLI = """
+import sys, time
+from kbstore.backends.sqlite import vectors
+real = vectors.create_table
+def slow(*args, **kwargs):
+    print("creating", file=sys.stderr, flush=True)
+    time.sleep(30)
+    return real(*args, **kwargs)
+vectors.create_table = slow
+from kbstore.cli import main
+sys.argv = ["kbstore", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing-empty-file"])
+def test_ctrl_c_while_copy_creates_its_destination_leaves_no_schemaless_file(
+        tmp_path: Path, existing: bool) -> None:
+    """Formerly a 4 KiB file without a schema stayed behind. A destination
+    file the command made is removed while it holds nothing; one that was
+    there before (here a zero-byte file) is never removed."""
+    src, dst = tmp_path / "src.sqlite", tmp_path / "dst.sqlite"
+    with KnowledgeStore.open(src, "fake", hype=False) as store:
+        for i in range(5):
+            store.upsert(f"projects/n{i}.md", title=f"n{i}", body=f"body {i}")
+    if existing:
+        dst.touch()
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CREATE_CLI, "copy", str(src), str(dst)],
+                            env=_env(), text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=_as_at_a_terminal)
+    assert proc.stderr is not None
+    assert proc.stderr.readline() == "creating\n"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.rstrip().endswith("stopped: 0 documents copied; run the same command again to "
+                                 "continue"), err
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("dst"))
+    assert left == (["dst.sqlite"] if existing else []), left
+    again = subprocess.run([sys.executable, "-m", "kbstore", "copy", str(src), str(dst)],
+                           env=_env(), text=True, capture_output=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert _count(dst) == 5
+    _doctor_clean(dst)

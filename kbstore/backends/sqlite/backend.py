@@ -43,6 +43,7 @@ from .connection import (
     BULK_CHANGES,
     Connection,
     bulk_writes,
+    close_failed_open,
     connect,
     database_errors,
     enable_writes,
@@ -88,6 +89,7 @@ class SQLiteBackend:
             if stamp is not None:
                 cls(new, path, read_only=False).initialize(*stamp())
 
+        made_here = mode == "create" and not os.path.lexists(path)
         conn = connect(path, mode=mode, settings=settings)
         try:
             _migrations.check_ours(conn, str(path))
@@ -120,7 +122,7 @@ class SQLiteBackend:
                     f"{_migrations.SCHEMA_VERSION}. Read commands never modify a file: run "
                     f"`kbstore migrate --db {path}` first")
         except BaseException:
-            conn.close()
+            close_failed_open(conn, path, made_here)
             raise
         return cls(conn, path, read_only=mode == "read")
 

@@ -214,6 +214,27 @@ def connect(path: str | os.PathLike[str], *, mode: str = "create",
     return conn
 
 
+def close_failed_open(conn: Connection, path: Path, made_here: bool) -> None:
+    """Close the connection of an open that failed (an error, a Ctrl-C). When
+    this process created the file and no schema was committed to it, the file
+    and its -wal/-shm are removed too, so no schema-less file is left where a
+    store was asked for. A file that was there before, or that holds anything
+    (a store another process committed meanwhile), or whose state cannot be
+    read, is kept."""
+    empty = False
+    if made_here:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            empty = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        except Exception:
+            empty = False
+    conn.close()
+    for suffix in ("", "-wal", "-shm") if empty else ():
+        with contextlib.suppress(OSError):
+            os.unlink(f"{path}{suffix}")
+
+
 def enable_writes(conn: Connection, settings: Settings | None = None) -> None:
     """Set a writable connection up for several processes sharing the file:
     WAL, a bounded WAL file, synchronous=NORMAL. Called only once the file is

@@ -29,7 +29,6 @@ from . import migrations as _migrations
 from . import vectors as _vectors
 from .connection import Connection, binding, snapshot, transaction
 from .doctor_rows import QUESTIONS_FTS, SAMPLE
-from .pending import question_texts
 
 SLOTS = _vectors.SLOTS
 owner = _vectors.owner
@@ -145,16 +144,8 @@ def _meta(conn: Connection, key: str) -> Any:
         return None
 
 
-
 def _row_checks(conn: Connection, fp: str | None, vectors_ok: bool) -> list[Check]:
     return _rows_.row_checks(conn, fp, vectors_ok, fts_tables())
-
-
-def _question_texts(conn: Connection) -> list[tuple[int, str]]:
-    """questions_fts rows as the backend writes them, for live documents."""
-    return question_texts([(int(d), int(p), q) for d, p, q in conn.execute(
-        "SELECT doc_id, position, question FROM hype_questions "
-        "WHERE doc_id IN (SELECT id FROM documents)")])
 
 
 def diagnose(conn: Connection, fp: str | None, *, writable: bool) -> list[Check]:
@@ -192,8 +183,9 @@ def repair(conn: Connection, bad: set[str], defaults: dict[str, Any]) -> list[st
             for table in fts_tables():
                 if table == QUESTIONS_FTS:  # its own content: refilled from the questions
                     conn.execute(f"DELETE FROM {QUESTIONS_FTS}")
-                    conn.executemany(f"INSERT INTO {QUESTIONS_FTS} (rowid, questions) "
-                                     "VALUES (?, ?)", _question_texts(conn))
+                    for lo, hi in _rows_.id_ranges(conn):  # memory: one page's questions
+                        conn.executemany(f"INSERT INTO {QUESTIONS_FTS} (rowid, questions) "
+                                         "VALUES (?, ?)", _rows_.question_rows(conn, lo, hi))
                 else:
                     conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
             actions.append("rebuilt the FTS5 indexes from the documents and questions")

@@ -4,9 +4,10 @@ documents compared with them, in memory that does not grow with the text.
 The documents are read a page at a time (``PAGE`` in id order, each page
 owning an id range, the ranges together covering every id); what is
 compared per document -- tag rows, hash rows, question text -- is read for
-that range only. Vector ids are held as numpy arrays (16 bytes a vector, no
-Python object per row), and set differences that SQL answers directly
-(missing FTS rows, orphan questions and chunks) are asked of SQL.
+that range only, as is what ``--fix`` rebuilds from them. Vector ids are held
+as numpy arrays (16 bytes a vector, no Python object per row), and set
+differences that SQL answers directly (missing FTS rows, orphan questions and
+chunks) are asked of SQL.
 """
 
 from __future__ import annotations
@@ -32,23 +33,30 @@ SLOTS, CHUNK_SLOT, CHUNK_BASE = _vectors.SLOTS, _vectors.CHUNK_SLOT, _vectors.CH
 LOWEST, HIGHEST = -(2 ** 63), 2 ** 63 - 1   # SQLite's integer range
 
 
-def pages(conn: Connection) -> Iterator[tuple[int, int, dict[int, Document]]]:
-    """(lo, hi, documents with lo <= id <= hi), PAGE documents at a time in id
+def id_ranges(conn: Connection) -> Iterator[tuple[int, int]]:
+    """(lo, hi) ranges holding PAGE documents each (the last one fewer) in id
     order. The first range starts at the lowest integer and the last ends at
     the highest, so a row of any table, whatever document id it names, falls
-    in exactly one page."""
+    in exactly one range."""
     lo = LOWEST
     while True:
-        rows = conn.execute("SELECT id, path, title, body, tags FROM documents WHERE id >= ? "
-                            "ORDER BY id LIMIT ?", (lo, PAGE)).fetchall()
-        docs = {int(r[0]): Document(path=r[1], title=r[2], body=r[3], tags=json.loads(r[4]))
-                for r in rows}
-        last = len(rows) < PAGE
-        hi = HIGHEST if last else int(rows[-1][0])
-        yield lo, hi, docs
+        ids = [int(r[0]) for r in conn.execute(
+            "SELECT id FROM documents WHERE id >= ? ORDER BY id LIMIT ?", (lo, PAGE))]
+        last = len(ids) < PAGE
+        hi = HIGHEST if last else ids[-1]
+        yield lo, hi
         if last or hi == HIGHEST:
             return
         lo = hi + 1
+
+
+def pages(conn: Connection) -> Iterator[tuple[int, int, dict[int, Document]]]:
+    """(lo, hi, documents with lo <= id <= hi) for each of ``id_ranges``."""
+    for lo, hi in id_ranges(conn):
+        rows = conn.execute("SELECT id, path, title, body, tags FROM documents "
+                            "WHERE id BETWEEN ? AND ?", (lo, hi)).fetchall()
+        yield lo, hi, {int(r[0]): Document(path=r[1], title=r[2], body=r[3],
+                                           tags=json.loads(r[4])) for r in rows}
 
 
 def tag_rows(docs: dict[int, Document]) -> set[tuple[str, int]]:
@@ -115,12 +123,18 @@ def stale_questions(conn: Connection) -> list[int]:
     return stale
 
 
+def question_rows(conn: Connection, lo: int, hi: int) -> list[tuple[int, str]]:
+    """questions_fts rows, as the backend writes them, of the live documents
+    with lo <= id <= hi."""
+    return question_texts([(int(d), int(p), q) for d, p, q in conn.execute(
+        "SELECT doc_id, position, question FROM hype_questions WHERE doc_id BETWEEN ? AND ? "
+        "AND doc_id IN (SELECT id FROM documents)", (lo, hi))])
+
+
 def _question_text_page(conn: Connection, add: Callable[..., None], lo: int, hi: int) -> None:
     """questions_fts holds its own text (written by the backend, no trigger
     since schema v4): compare it with the questions themselves."""
-    joined = dict(question_texts([(int(d), int(p), q) for d, p, q in conn.execute(
-        "SELECT doc_id, position, question FROM hype_questions WHERE doc_id BETWEEN ? AND ? "
-        "AND doc_id IN (SELECT id FROM documents)", (lo, hi))]))
+    joined = dict(question_rows(conn, lo, hi))
     indexed = {int(r[0]): r[1] for r in conn.execute(
         f"SELECT rowid, questions FROM {QUESTIONS_FTS} WHERE rowid BETWEEN ? AND ?", (lo, hi))}
     add("questions_fts_text", {d for d in joined.keys() & indexed.keys()
