@@ -492,12 +492,8 @@ class SQLiteBackend:
                                     self._bits_index())
 
     def _bits_index(self) -> bool:
-        """Whether the file has vector_data's bits indexes (schema v5; a
-        v3/v4 file opened read-only has none), read once per connection."""
-        if self._has_bits is None:
-            self._has_bits = self.conn.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
-                "('vector_bits_doc', 'vector_bits_hype', 'vector_bits_chunk')").fetchone()[0] == 3
+        if self._has_bits is None:  # read once per connection
+            self._has_bits = _search.has_bits_indexes(self.conn)
         return self._has_bits
 
     def _dim_for_search(self) -> int:
