@@ -233,7 +233,11 @@ def _one_clean_stop() -> Callable[[], None]:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, first)
-    return lambda: signal.signal(signal.SIGINT, before)
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, before)
+
+    return restore
 
 
 def _ignore_ctrl_c() -> Callable[[], None]:

@@ -268,7 +268,8 @@ def vector_damage(conn: Connection) -> tuple[set[int], set[int]]:
         if not sized:
             continue
         floats = np.frombuffer(b"".join(r[1] for r in sized), dtype=np.float32).reshape(-1, dim)
-        usable = (np.isfinite(floats).all(axis=1) & floats.any(axis=1)).tolist()
+        finite_nonzero: Any = np.isfinite(floats).all(axis=1) & floats.any(axis=1)
+        usable = [bool(ok) for ok in finite_nonzero]
         bad.update(int(r[0]) for r, ok in zip(sized, usable, strict=True) if not ok)
         if has_bits:
             good = [r for r, ok in zip(sized, usable, strict=True) if ok]
