@@ -49,7 +49,8 @@ CHUNK = 1024  # vec0 chunk size of the cells table (4096 would cost a full chunk
 # search.sql's no-topic sign-bit KNN of each kind, as this tree writes it
 _KNN = """(SELECT vector_id FROM vectors
           WHERE embedding_bits MATCH vec_quantize_binary(vec_f32(:qvec))
-            AND k = CASE WHEN (SELECT {kind} OR plain FROM vec_plan) OR :topic IS NOT NULL THEN 0
+            AND k = CASE WHEN (SELECT {kind} OR plain FROM vec_plan) OR :topic IS NOT NULL
+                           OR :bits_{kind} IS NOT NULL THEN 0
                          ELSE {k} END
             AND kind = '{kind}'"""
 _CELLS = """(SELECT vector_id FROM (
@@ -78,7 +79,9 @@ def cells_statement(base: str, probes: dict[str, int], k_probe: dict[str, int],
         sql, count = re.subn(old, new.replace("\\", r"\\"), sql)  # new, literally
         if count != 1:
             raise ValueError(f"search.sql's {kind} KNN is not where this prototype expects it")
-    # the cells replace vec0's KNN: the scan of the bits indexes stays off
+    # the cells replace vec0's KNN: the scan of the bits indexes stays off, and
+    # so do the ids ranked from the in-memory copy of the bits (bits_scan.py)
+    sql = re.sub(r":bits_(doc|hype|chunk)\b", "NULL", sql)
     sql, count = re.subn(r"docs_n\.n <= :plain_docs AS plain", "0 AS plain", sql)
     if count != 1:
         raise ValueError("search.sql's plan for the bits indexes is not where this prototype "
