@@ -182,7 +182,7 @@ def recall_at_10(store: Any, index: Any, queries: list[str], qvecs: np.ndarray,
         "SELECT doc_id FROM (SELECT doc_id, score FROM vec_ranked UNION ALL "
         "SELECT doc_id, best FROM hype_ranked) GROUP BY doc_id ORDER BY max(score) DESC, "
         "doc_id LIMIT :limit")
-    scan = store.backend._scan  # the in-memory sign bits, as store.search() uses them
+    scan = store.backend.bits_scan  # the in-memory sign bits, as store.search() uses them
     recalls = []
     for q, v in zip(queries, qvecs, strict=True):
         exact = {d for d, _ in index.vector_search(v, 10)}
@@ -219,7 +219,7 @@ def parts(store: Any, index: Any, queries: list[str], qvecs: np.ndarray) -> dict
                  "frontmatter": lambda q, v: index.frontmatter_search(q, None, TOP_K),
                  "whole": lambda q, v: index.search(q, v, limit=10, now=NOW)}
     params = [build_params(store, q, v) for q, v in zip(queries, qvecs, strict=True)]
-    scan, dim = store.backend._scan, store.embedder.dim
+    scan, dim = store.backend.bits_scan, store.embedder.dim
     bits_ms = []
     if scan is not None:  # the sign bits ranked as store.search() ranks them
         for _ in range(2):  # the copy is read at the second search of an unchanged file

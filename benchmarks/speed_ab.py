@@ -71,12 +71,12 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
     build(n, 384, args.data_dir, args.cache_dir, source="real")
     queries, qvecs, index, store = open_corpus(n, args)
     statements = {"other": other, "this": this}
-    scans = {"other": None, "this": store.backend._scan}
+    scans = {"other": None, "this": store.backend.bits_scan}
 
     def arm(name: str) -> Any:
         def search(q: str, v: Any) -> None:
             use(statements[name])
-            store.backend._scan = scans[name]
+            store.backend.bits_scan = scans[name]
             store.search(q, query_vector=v, limit=10, now=NOW)
         return search
 
@@ -88,7 +88,7 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
         recall = {}
         for name in ("other", "this"):
             use(statements[name])
-            store.backend._scan = scans[name]
+            store.backend.bits_scan = scans[name]
             recall[name] = recall_at_10(store, index, queries[:k], qvecs[:k])["recall_at_10"]
         use(this)
         recall["exact_plan"] = (recall_at_10(store, index, queries[:k], qvecs[:k],
@@ -96,7 +96,7 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
                                 if n <= EXACT_ARM_MAX else float("nan"))
     finally:
         use(this)
-        store.backend._scan = scans["this"]
+        store.backend.bits_scan = scans["this"]
         store.close()
     p50 = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
     return {"n": n, "p50_ms": p50, "ratio_other": p50["other"] / p50["seed"],

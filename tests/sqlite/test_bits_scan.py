@@ -53,7 +53,7 @@ def kb(tmp_path: Path, fake_llm) -> KnowledgeStore:  # type: ignore[no-untyped-d
 
 
 def _scan(store: KnowledgeStore) -> bits_scan.BitsScan:
-    return store.backend._scan  # type: ignore[attr-defined,no-any-return]
+    return store.backend.bits_scan  # type: ignore[attr-defined,no-any-return]
 
 
 def _rows(store: KnowledgeStore, query: str, **settings: object) -> list[tuple]:

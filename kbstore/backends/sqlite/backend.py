@@ -39,6 +39,7 @@ from ...settings import Settings
 from . import migrations as _migrations
 from . import search as _search
 from . import vectors as _vectors
+from .bits_scan import BitsScan, has_indexes
 from .connection import (
     BULK_CHANGES,
     Connection,
@@ -78,7 +79,7 @@ class SQLiteBackend:
         self.location = str(path)
         self.read_only = read_only
         self._has_bits: bool | None = None
-        self._scan = _search.BitsScan()
+        self.bits_scan = BitsScan()  # search's in-memory sign bits
 
     @classmethod
     def open(cls, location: str | os.PathLike[str], *, mode: str = "create",
@@ -482,7 +483,7 @@ class SQLiteBackend:
 
     def search(self, request: SearchRequest) -> list[Hit]:
         return _search.run(self.conn, request, self._dim_for_search(), self._bits_index(),
-                           self._scan)
+                           self.bits_scan)
 
     def prepare_search(self, request: SearchRequest) -> None:
         _search.prepare(self.conn, request, self._dim_for_search(), self._bits_index())
@@ -493,7 +494,7 @@ class SQLiteBackend:
 
     def _bits_index(self) -> bool:
         if self._has_bits is None:  # read once per connection
-            self._has_bits = _search.has_bits_indexes(self.conn)
+            self._has_bits = has_indexes(self.conn)
         return self._has_bits
 
     def _dim_for_search(self) -> int:

@@ -27,19 +27,30 @@ import threading
 from typing import Any
 
 from .connection import Connection
+from .vectors import CHUNK_BASE, SLOTS
 
-# The partial indexes' predicates (migrations/sqlite/0005_sign_bits_index.sql).
+# Each kind's partial index and its predicate, written as the index's WHERE
+# (migrations/sqlite/0005_sign_bits_index.sql), so SQLite can use the index.
 _KINDS = {
     "doc": ("vector_bits_doc",
-            "vector_id < 1125899906842624 AND vector_id % 32 = 0 AND bits IS NOT NULL"),
+            f"vector_id < {CHUNK_BASE} AND vector_id % {SLOTS} = 0 AND bits IS NOT NULL"),
     "hype": ("vector_bits_hype",
-             "vector_id < 1125899906842624 AND vector_id % 32 > 0 AND bits IS NOT NULL"),
-    "chunk": ("vector_bits_chunk", "vector_id >= 1125899906842624 AND bits IS NOT NULL"),
+             f"vector_id < {CHUNK_BASE} AND vector_id % {SLOTS} > 0 AND bits IS NOT NULL"),
+    "chunk": ("vector_bits_chunk", f"vector_id >= {CHUNK_BASE} AND bits IS NOT NULL"),
 }
 PARAMS = {kind: f"bits_{kind}" for kind in _KINDS}
 # Above this many bytes of bits (+ 8 for each id) no copy is kept: 64 MiB is
 # ~1.2 M 384-d vectors, 170k documents of 7 vectors each.
 MAX_BYTES = 64 << 20
+
+
+def has_indexes(conn: Connection) -> bool:
+    """Whether the file has vector_data's bits indexes (schema v5; a v3/v4
+    file opened read-only has none)."""
+    names = [index for index, _ in _KINDS.values()]
+    return conn.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+        f"({', '.join('?' * len(names))})", names).fetchone()[0] == len(names)
 
 
 def _read(conn: Connection, kind: str, nbytes: int) -> tuple[Any, Any] | None:

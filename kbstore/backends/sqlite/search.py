@@ -53,14 +53,6 @@ def statement(bits_index: bool, guarded: bool = True) -> str:
     return sql if guarded else _GUARD.sub("1", sql)
 
 
-def has_bits_indexes(conn: Connection) -> bool:
-    """Whether the file has vector_data's bits indexes (schema v5; a v3/v4
-    file opened read-only has none)."""
-    return conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
-        "('vector_bits_doc', 'vector_bits_hype', 'vector_bits_chunk')").fetchone()[0] == 3
-
-
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
