@@ -151,6 +151,10 @@ class BitsScan:
         return out
 
     def _read_all(self, conn: Connection, nbytes: int) -> dict[str, tuple[Any, Any]] | None:
+        import numpy as np
+
+        if not hasattr(np, "bitwise_count"):  # numpy < 2.0 (the declared range allows 1.24)
+            return None
         rows = sum(conn.execute(f"SELECT count(*) FROM vector_data INDEXED BY {index} "
                                 f"WHERE {where}").fetchone()[0]
                    for index, where in _KINDS.values())
