@@ -30,8 +30,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from kbstore import FakeEmbedder, KnowledgeStore
+from kbstore.documents import make_document
 from kbstore.hype_jobs import run_hype, select_targets
-from kbstore.ingest import Document, make_document
+from kbstore.model import Document
 
 RESULTS = Path(__file__).parent / "results" / "hype_bulk.json"
 TOPICS = ("deploy", "sqlite", "sourdough", "kubernetes", "asyncio", "git", "sensors", "blog")

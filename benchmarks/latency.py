@@ -221,7 +221,7 @@ def measure_resync(n: int, dim: int, cache: Path, runs: int) -> dict[str, Any]:
     import litellm
 
     from kbstore import KnowledgeStore
-    from kbstore.ingest import Document
+    from kbstore.model import Document
 
     rows = load_docs(n, dim, cache)
     docs = [Document(path=r["doc_id"], title=r["title"], body=r["body"], tags=r["tags"],

@@ -200,8 +200,8 @@ def precomputed_corpus(records: list[dict[str, Any]], vectors: Any,
     """The records as documents, and an embedder that answers each document's
     text and each question with its precomputed vector (document i is row i,
     its questions rows n + i * QUESTIONS_PER_DOC + j)."""
+    from kbstore.documents import make_document
     from kbstore.embed import embedding_text
-    from kbstore.ingest import make_document
 
     n = len(records)
     docs = [make_document(r["path"], title=r["title"], body=r["body"], tags=r["tags"],

@@ -179,7 +179,7 @@ def hnsw_recall(url: str, doc_vectors: np.ndarray, qvecs: np.ndarray, paths: lis
 def client(location: str, mode: str, seconds: float, dim: int, seed: int, go: str,
            data_dir: str) -> dict[str, Any]:
     from kbstore import KnowledgeStore
-    from kbstore.ingest import make_document
+    from kbstore.documents import make_document
 
     embedder = HashedEmbedder(dim)
     queries = query_texts(Path(data_dir), 200)

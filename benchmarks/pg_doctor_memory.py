@@ -53,7 +53,7 @@ def log(msg: str) -> None:
 def documents(n: int, seed: int = 5) -> list[Any]:
     import numpy as np
 
-    from kbstore.ingest import make_document
+    from kbstore.documents import make_document
 
     rng = np.random.default_rng(seed)
     docs = []

@@ -236,7 +236,7 @@ class Collection:
 
     def open(self) -> Any:
         from kbstore import KnowledgeStore
-        from kbstore.ingest import make_document
+        from kbstore.documents import make_document
 
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.store = KnowledgeStore.open(

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from kbstore import Document, FakeEmbedder, KnowledgeStore
-from kbstore.ingest import make_document
+from kbstore.documents import make_document
 
 DIM = 64
 SEED_MARKER = "m0x0"  # the version every scenario's seeded documents carry

@@ -30,7 +30,7 @@ import numpy as np
 from benchmarks.reliability_check import check_store, reading
 from benchmarks.reliability_docs import DIM, doc_path, is_postgres, new_store
 from kbstore import FakeEmbedder, KBStoreError, KnowledgeStore
-from kbstore.ingest import make_document
+from kbstore.documents import make_document
 
 GOOD = "m7x1"  # the marker of the good items among the bad ones
 

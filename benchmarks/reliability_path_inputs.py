@@ -19,9 +19,9 @@ from benchmarks.reliability_check import SLOTS
 from benchmarks.reliability_docs import DIM, doc_path, is_postgres, make_docs
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite.connection import connect
+from kbstore.documents import make_document
 from kbstore.embed import embedding_text
 from kbstore.files import render_markdown
-from kbstore.ingest import make_document
 from kbstore.model import fingerprint_id
 
 

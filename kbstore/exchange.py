@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .documents import SKILLS_TOPIC, TOPICS, make_document
 from .embed import fingerprint_id, same_model
 from .errors import ExchangeError, InvalidDocumentError
 from .files import atomic_write, open_output, render_markdown, staging_prefix, sweep_stale
-from .ingest import EXCLUDED_NAMES, SKILLS_TOPIC, TOPICS, make_document
+from .ingest import EXCLUDED_NAMES
 from .model import CHUNK_VECTORS, HYPE_QUESTIONS, OK, Document, ImportReport, Skipped
 from .writer import IMPORTED_QUESTIONS_MODEL, Provided, batches
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import ExchangeError, InvalidDocumentError
-from .ingest import Document, parse_file, scan_workspace
-from .model import ImportReport, fingerprint_id, same_model
+from .ingest import parse_file, scan_workspace
+from .model import Document, ImportReport, fingerprint_id, same_model
 from .writer import Provided
 
 if TYPE_CHECKING:

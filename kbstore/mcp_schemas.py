@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .documents import MAX_PATH_BYTES, SKILLS_TOPIC, TOPICS
 from .errors import KBStoreError
-from .ingest import MAX_PATH_BYTES, SKILLS_TOPIC, TOPICS
 
 MAX_LIMIT = 100
 MAX_RECENT = 500

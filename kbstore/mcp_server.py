@@ -28,15 +28,9 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from . import __version__
+from .documents import MAX_FILE_BYTES, SKILLS_TOPIC, TOPICS, validate_path
 from .errors import EmptyQueryError, KBStoreError
-from .ingest import (
-    EXCLUDED_NAMES,
-    MAX_FILE_BYTES,
-    SKILLS_TOPIC,
-    TOPICS,
-    knowledge_root,
-    validate_path,
-)
+from .ingest import EXCLUDED_NAMES, knowledge_root
 from .mcp_schemas import TOOL_SPECS, ToolArgumentError, check_arguments
 
 log = logging.getLogger("kbstore.mcp")

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from .backends import is_url
+from .documents import MAX_FILE_BYTES, TOPICS, make_document, normalize_tags
 from .embed import Embedder
 from .errors import EmptyQueryError, InvalidDocumentError
 from .files import atomic_write, render_markdown
-from .ingest import MAX_FILE_BYTES, TOPICS, make_document, normalize_tags, parse_file
+from .ingest import parse_file
 from .query import is_blank
 
 __all__ = ["KnowledgeBase", "atomic_write", "render_markdown", "slugify"]

@@ -193,7 +193,7 @@ class KnowledgeStore:
                updated: Any = None) -> str:
         """Store one document; returns 'added', 'updated' or 'unchanged'.
         topic/doc_type are derived from the path when omitted."""
-        from .ingest import make_document
+        from .documents import make_document
 
         doc = make_document(path, title=title, body=body, tags=tags, topic=topic,
                             doc_type=doc_type, created=created, updated=updated)

@@ -33,14 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .documents import SKILLS_TOPIC, TOPICS
 from .errors import InvalidDocumentError
-from .ingest import (
-    EXCLUDED_NAMES,
-    SKILLS_TOPIC,
-    TOPICS,
-    parse_file,
-    scan_workspace,
-)
+from .ingest import EXCLUDED_NAMES, parse_file, scan_workspace
 from .listing import shown, some_paths
 from .model import Document, Skipped
 from .removal import plan_removal

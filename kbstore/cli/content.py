@@ -100,7 +100,8 @@ def _note_no_sections(workspace: str) -> None:
     (a section itself, a notes folder): say so rather than 'added 0'."""
     from pathlib import Path
 
-    from ..ingest import SKILLS_TOPIC, TOPICS, knowledge_root
+    from ..documents import SKILLS_TOPIC, TOPICS
+    from ..ingest import knowledge_root
 
     root = Path(workspace)
     kroot = knowledge_root(root)
@@ -163,7 +164,7 @@ def search(db_path: str, query: str, topic: str | None, limit: int, fusion: str 
             return
         hits = store.search(query, topic=topic, limit=limit, explain=explain, **given)
         if not hits and topic is not None and not store.documents(topic=topic, limit=1):
-            from ..ingest import SKILLS_TOPIC, TOPICS
+            from ..documents import SKILLS_TOPIC, TOPICS
 
             click.echo(f"note: no document has topic {topic!r} (picobot's topics: "
                        f"{', '.join((*TOPICS, SKILLS_TOPIC))})", err=True)

@@ -14,6 +14,9 @@ Adding a backend = one more entry in ``BACKENDS`` whose locations object has:
 - ``missing()``: a location where no store exists, which read commands must
   refuse with "no database" and must not create;
 - ``exists(location)``: whether a store (or anything) exists there now.
+
+The exchange tests (test_exchange_*.py) share ``source``, the sample
+knowledge base with HyPE questions, and ``run``, the CLI.
 """
 
 from __future__ import annotations
@@ -111,3 +114,26 @@ def location(backend: Locations) -> str:
 def store(location: str, embedder: FakeEmbedder) -> Iterator[KnowledgeStore]:
     with KnowledgeStore.open(location, embedder, hype=False) as s:
         yield s
+
+
+# -- the exchange tests (test_exchange_*.py) ------------------------------------------------
+
+
+def titled_questions(prompt: str) -> str:
+    title = re.search(r"^Title: (.*)$", prompt, re.MULTILINE).group(1)
+    return f"How do I apply {title}?\nWhat is {title} about?\nWhen should I read {title}?"
+
+
+@pytest.fixture
+def source(backend, sample_workspace, fake_llm):  # type: ignore[no-untyped-def]
+    """The sample knowledge base with HyPE questions, in a store."""
+    fake_llm.answer = titled_questions
+    with KnowledgeStore.open(backend("source"), FakeEmbedder(64), hype=True) as store:
+        report = store.import_directory(sample_workspace)
+        assert report.hype_generated == report.added == len(store)
+        yield store
+
+
+@pytest.fixture
+def run(run_cli):  # type: ignore[no-untyped-def]
+    return run_cli

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kbstore import FakeEmbedder, InvalidDocumentError, KnowledgeStore
+from kbstore.documents import MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS
 from kbstore.hype import HypeError, parse_questions
-from kbstore.ingest import MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, parse_file
+from kbstore.ingest import parse_file
 
 GOOD = {
     "knowledge/projects/garden.md": "---\ntitle: Garden\ntags: [garden]\n---\nWater tomatoes.\n",
@@ -375,7 +376,7 @@ def test_one_answer_with_a_lone_surrogate_costs_only_its_document(tmp_path: Path
     with KnowledgeStore.open(tmp_path / "kb.sqlite", FakeEmbedder(32), hype=True) as store:
         docs = [dict(path=f"domains/note-{n}.md", title=f"Note {n}", body=f"Body {n}.")
                 for n in range(10)]
-        from kbstore.ingest import make_document
+        from kbstore.documents import make_document
 
         store.upsert_many([make_document(**d) for d in docs])
         status = store.status()

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbstore import FakeEmbedder, KnowledgeStore
-from kbstore.ingest import make_document
+from kbstore.documents import make_document
 from kbstore.query import DEFAULTS
 
 from .reference import (

@@ -14,7 +14,8 @@ import pytest
 
 from kbstore import FakeEmbedder, InvalidDocumentError, KnowledgeStore
 from kbstore.doctor import diagnose
-from kbstore.ingest import derive_topic_type, make_document, scan_workspace
+from kbstore.documents import derive_topic_type, make_document
+from kbstore.ingest import scan_workspace
 
 from .public import questions
 

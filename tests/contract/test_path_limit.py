@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kbstore import InvalidDocumentError, KnowledgeStore
+from kbstore.documents import MAX_PATH_BYTES
 from kbstore.errors import KBStoreError
 from kbstore.exchange import import_jsonl
-from kbstore.ingest import MAX_PATH_BYTES
 from kbstore.mcp_schemas import TOOL_SPECS
 from kbstore.mcp_server import KnowledgeService
 

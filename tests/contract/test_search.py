@@ -22,7 +22,7 @@ from kbstore import (
     KnowledgeStore,
 )
 from kbstore.doctor import diagnose
-from kbstore.ingest import make_document
+from kbstore.documents import make_document
 
 from .public import blank_query, questions
 

@@ -81,7 +81,7 @@ def test_a_reembed_finished_by_another_process_meanwhile_does_not_fail_this_one(
     vectors are the new embedder's (on SQLite it failed with 'no such table:
     vector_data_next')."""
     from kbstore.doctor import diagnose
-    from kbstore.ingest import make_document
+    from kbstore.documents import make_document
 
     with KnowledgeStore.open(location, FakeEmbedder(64), hype=False) as first, \
             KnowledgeStore.open(location, FakeEmbedder(64), hype=False) as second:

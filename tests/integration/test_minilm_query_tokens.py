@@ -163,7 +163,8 @@ def test_a_fresh_search_process_imports_only_what_it_runs(tmp_path: Path,
     db = copy_minilm_sample(tmp_path / "kb.sqlite")  # the sample knowledge base, MiniLM vectors
     unused = ["numpy", "onnxruntime", "tokenizers", "litellm", "sqlite_utils", "yaml",
               "frontmatter", "tqdm", "mcp", "watchfiles", "kbstore.hype_jobs", "kbstore.writer",
-              "kbstore.ingest", "kbstore.exchange", "kbstore.watch", "kbstore.mcp_server",
+              "kbstore.ingest", "kbstore.documents", "kbstore.frontmatter_fields",
+              "kbstore.exchange", "kbstore.watch", "kbstore.mcp_server",
               "kbstore.cli.admin", "kbstore.cli.exchange", "kbstore.cli.mcp_cmd",
               "kbstore.backends.sqlite.doctor"]
     first, imported = _search_in_a_new_process(db, "sourdough feeding schedule", "0", unused)

@@ -16,9 +16,9 @@ from kbstore.migrations import steps
 
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.postgres import fold, migrate, query
+from kbstore.documents import make_document
 from kbstore.embed import embedding_text
 from kbstore.errors import SchemaTooNewError
-from kbstore.ingest import make_document
 from tests import pg_server
 from tests.conftest_pg import PgKnowledgeBase
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbstore import FakeEmbedder, KnowledgeStore
+from kbstore.documents import make_document
 from kbstore.hype_jobs import run_hype
-from kbstore.ingest import make_document
 
 from .util import SLOTS, doc_id, raw
 

@@ -12,7 +12,7 @@ import pytest
 
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite import search as sqlite_search
-from kbstore.ingest import make_document
+from kbstore.documents import make_document
 
 NOW = "2026-06-30T12:00:00+00:00"
 FTS_ONLY = {"w_fm": 0.0, "w_vec": 0.0, "w_hype": 0.0, "w_hype_fts": 0.0, "w_date": 0.0}

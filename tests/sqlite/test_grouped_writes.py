@@ -17,7 +17,7 @@ import kbstore.writer as writer_module
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite.vectors import sign_bits
 from kbstore.doctor import diagnose
-from kbstore.ingest import make_document
+from kbstore.documents import make_document
 
 from .util import raw
 

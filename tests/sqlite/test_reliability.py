@@ -26,8 +26,8 @@ from benchmarks.reliability_check import check_store, damage, expected_markers, 
 from benchmarks.reliability_docs import doc_path, make_docs, markers, open_store, seed_store
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.doctor import diagnose
+from kbstore.documents import make_document
 from kbstore.hype_jobs import select_targets
-from kbstore.ingest import make_document
 
 from .util import SLOTS, raw
 

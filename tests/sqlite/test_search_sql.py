@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite.search import search_sql
-from kbstore.ingest import make_document
+from kbstore.documents import make_document
 from kbstore.query import DEFAULTS
 
 from ..contract.reference import (

@@ -97,7 +97,7 @@ def test_the_wal_file_is_truncated_after_a_long_reader_lets_go(tmp_path: Path) -
 
 
 def store_doc(i: int, body: str):
-    from kbstore.ingest import make_document
+    from kbstore.documents import make_document
 
     return make_document(f"domains/big-{i}.md", title=f"big {i}", body=f"{i} {body}")
 

@@ -11,7 +11,7 @@ import pytest
 
 from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite.search import compile_params, search_sql
-from kbstore.ingest import make_document
+from kbstore.documents import make_document
 
 NOW = "2026-06-30T12:00:00+00:00"
 WORDS = ("alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta")

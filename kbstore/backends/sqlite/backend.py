@@ -1,6 +1,8 @@
 """SQLiteBackend: a knowledge base in one SQLite file. Owns every SQL
 statement and storage detail of the file; the rest of kbstore talks to it
-through the methods of :class:`kbstore.backends.base.Backend`."""
+through the methods of :class:`kbstore.backends.base.Backend`. Opening,
+meta, reads, search and doctor are here; the write path is in write.py and
+the reembed staging in rebuild.py (mixins of this class)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import (
-    EmbedderChangedError,
     NotAKnowledgeBaseError,
     ReadOnlyError,
     SchemaOutdatedError,
@@ -23,27 +24,20 @@ from ...model import (
     HYPE_VECTORS,
     OK,
     PENDING,
-    Applied,
-    Change,
     Check,
-    Chunks,
     Derived,
     Document,
     Hit,
     SearchRequest,
     Stored,
-    fingerprint_id,
 )
-from ...redact import redact
 from ...settings import Settings
 from . import migrations as _migrations
 from . import search as _search
 from . import vectors as _vectors
 from .bits_scan import BitsScan, has_indexes
 from .connection import (
-    BULK_CHANGES,
     Connection,
-    bulk_writes,
     close_failed_open,
     connect,
     database_errors,
@@ -52,13 +46,13 @@ from .connection import (
     transaction,
     write_refused,
 )
-from .pending import PendingRows
+from .rebuild import RebuildStaging
+from .write import WritePath
 
 if TYPE_CHECKING:
     from ..base import Stamp
 
 _DOC_COLUMNS = "id, path, title, body, tags, topic, doc_type, created, updated, extra"
-_ERROR_CHARS = 500
 
 
 def _doc(row: Sequence[Any]) -> Document:
@@ -67,7 +61,7 @@ def _doc(row: Sequence[Any]) -> Document:
                     extra=json.loads(row[9]) if row[9] else {})
 
 
-class SQLiteBackend:
+class SQLiteBackend(WritePath, RebuildStaging):
     """See :class:`kbstore.backends.base.Backend` for the contract."""
 
     kind = "sqlite"
@@ -327,158 +321,6 @@ class SQLiteBackend:
                               (self.location, f"{self.location}-wal") if os.path.exists(p)),
         }
 
-    # -- the one write path ------------------------------------------------------------
-
-    def apply(self, changes: Sequence[Change], fingerprint_id: str | None = None) -> Applied:
-        """Apply planned changes in ONE transaction. A change whose
-        ``expected`` state is no longer what the file holds is not applied
-        and comes back in ``stale``. Vectors are refused (EmbedderChangedError,
-        nothing written) when the file's embedder is no longer
-        ``fingerprint_id`` (another process re-embedded it)."""
-        self._writable()
-        out = Applied()
-        with bulk_writes(self.conn, len(changes) >= BULK_CHANGES), transaction(self.conn):
-            if any(c.writes_vectors for c in changes):
-                self._check_fingerprint(fingerprint_id)
-            current = self.stored([c.path for c in changes])
-            rebuilding = _vectors.stage_exists(self.conn)
-            pending = PendingRows()
-            for change in changes:
-                now = current.get(change.path)
-                if now != change.expected:
-                    out.stale.append(change.path)
-                    continue
-                doc_id = self._apply_one(change, now, out, pending)
-                if rebuilding and doc_id is not None:
-                    # A reembed is staging vectors: what it staged for this
-                    # document no longer matches; it re-stages it.
-                    _vectors.stage_clear_document(self.conn, doc_id)
-            pending.flush(self.conn)
-        return out
-
-    def _check_fingerprint(self, writer: str | None) -> None:
-        stored = self.fingerprint()
-        now = fingerprint_id(stored) if stored else "no embedder"
-        if now != writer:
-            raise EmbedderChangedError(
-                f"{self.location} is now embedded with {now}, not {writer} (another process "
-                "re-embedded it); nothing was written. Reopen the store.")
-
-    def _apply_one(self, change: Change, now: Stored | None, out: Applied,
-                   pending: PendingRows) -> int | None:
-        """Returns the document key written (None when nothing was). Vectors,
-        questions, chunks and hash rows go to ``pending``; slots to free are
-        freed now. A new document's id was never used (AUTOINCREMENT), so it
-        has nothing to free."""
-        conn = self.conn
-        if change.delete:
-            if now is not None:
-                _vectors.delete_document(conn, now.key, self.max_questions)
-                conn.execute("DELETE FROM documents WHERE id = ?", (now.key,))
-                out.deleted.append(change.path)
-            return None
-        doc = change.document
-        if doc is not None:
-            doc_id = self._write_document(doc, now, pending)
-            if now is None:
-                out.added.append(change.path)
-            elif now.content_hash != doc.content_hash():
-                out.updated.append(change.path)
-                if (now.topic, now.doc_type) != (doc.topic, doc.doc_type):
-                    _vectors.retag(conn, doc_id, doc.topic, doc.doc_type)
-            topic, doc_type = doc.topic, doc.doc_type
-        elif now is not None:
-            doc_id, topic, doc_type = now.key, now.topic, now.doc_type
-            out.derived.append(change.path)
-        else:
-            return None  # derived data for a document that does not exist
-        fresh = now is None
-        if change.doc_vector is not None:
-            if not fresh:
-                _vectors.delete_slots(conn, doc_id, [0])
-            pending.vector(doc_id, 0, topic, doc_type, _vectors.blob(change.doc_vector))
-            pending.mark(doc_id, DOC_VECTOR, change.vector_hash, change.vector_model, OK, None)
-        if change.questions is not None or change.drop_questions:
-            self._replace_questions(doc_id, topic, doc_type, change, pending, fresh)
-        if change.chunks is not None or change.drop_chunks:
-            self._replace_chunks(doc_id, topic, doc_type, change, pending, fresh)
-        return doc_id
-
-    def _replace_chunks(self, doc_id: int, topic: str, doc_type: str, change: Change,
-                        pending: PendingRows, fresh: bool) -> None:
-        if not fresh:
-            _vectors.delete_slots(self.conn, doc_id, _vectors.chunk_slots(self.conn, doc_id))
-            self.conn.execute("DELETE FROM document_chunks WHERE doc_id = ?", (doc_id,))
-        new = change.chunks
-        if new is None or not new.vectors:
-            pending.unmark(self.conn, doc_id, (CHUNK_VECTORS,))
-            return
-        for n, (span, vector) in enumerate(zip(new.spans, new.vectors, strict=True)):
-            pending.chunk(doc_id, n, span[0], span[1])
-            pending.vector(doc_id, _vectors.CHUNK_SLOT + n, topic, doc_type,
-                           _vectors.blob(vector))
-        pending.mark(doc_id, CHUNK_VECTORS, new.content_hash, change.vector_model, OK, None)
-
-    def _write_document(self, doc: Document, now: Stored | None, pending: PendingRows) -> int:
-        chash = doc.content_hash()
-        tags = json.dumps(doc.tags, ensure_ascii=False)
-        values = (doc.title, tags, doc.body, doc.topic, doc.doc_type, doc.created, doc.updated,
-                  chash, json.dumps(doc.extra, ensure_ascii=False, default=str))  # order kept
-        if now is None:
-            cur = self.conn.execute(
-                "INSERT INTO documents (title, tags, body, topic, doc_type, created, updated, "
-                "content_hash, extra, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*values, doc.path))
-            doc_id = int(cur.lastrowid)
-            pending.document_text(doc_id, doc.title, doc.tags, tags, doc.body)  # FTS, tag rows
-            return doc_id
-        if now.content_hash != chash:  # the UPDATE triggers re-index it
-            self.conn.execute(
-                "UPDATE documents SET title = ?, tags = ?, body = ?, topic = ?, doc_type = ?, "
-                "created = ?, updated = ?, content_hash = ?, extra = ? WHERE id = ?",
-                (*values, now.key))
-            pending.replace_tags(self.conn, now.key, doc.tags)
-        return now.key
-
-    def _replace_questions(self, doc_id: int, topic: str, doc_type: str, change: Change,
-                           pending: PendingRows, fresh: bool) -> None:
-        conn = self.conn
-        new = change.questions
-        texts = new.texts[:self.max_questions] if new is not None else []
-        if not fresh:
-            old = [s for s in _vectors.used_slots(conn, doc_id) if 0 < s < _vectors.CHUNK_SLOT]
-            _vectors.delete_slots(conn, doc_id, sorted(set(old) | set(range(1, len(texts) + 1))))
-            conn.execute("DELETE FROM hype_questions WHERE doc_id = ?", (doc_id,))
-            conn.execute("DELETE FROM questions_fts WHERE rowid = ?", (doc_id,))
-        if new is None:  # drop stale questions
-            pending.unmark(conn, doc_id, (HYPE_QUESTIONS, HYPE_VECTORS))
-            return
-        for pos, (text, vector) in enumerate(zip(texts, new.vectors, strict=False), start=1):
-            pending.question(doc_id, pos, text)
-            pending.vector(doc_id, pos, topic, doc_type, _vectors.blob(vector))
-        error = redact(new.error)[:_ERROR_CHARS] if new.error else None
-        pending.mark(doc_id, HYPE_QUESTIONS, new.content_hash, new.llm_model, new.status, error)
-        if texts:
-            pending.mark(doc_id, HYPE_VECTORS, new.content_hash, change.vector_model, OK, None)
-        else:
-            pending.unmark(conn, doc_id, (HYPE_VECTORS,))
-
-    def _mark(self, doc_id: int, kind: str, content_hash: str, model: str,
-              status: str = OK, error: str | None = None) -> None:
-        self.conn.execute(
-            "INSERT INTO derived (doc_id, kind, content_hash, model, status, error) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id, kind) DO UPDATE SET "
-            "content_hash = excluded.content_hash, model = excluded.model, "
-            "status = excluded.status, error = excluded.error, "
-            "made_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
-            (doc_id, kind, content_hash, model, status, error))
-
-    def write_lock(self) -> Any:
-        """Hold the write lock across planning and applying (the fallback for
-        a batch that keeps losing races with other writers)."""
-        self._writable()
-        return transaction(self.conn)
-
     # -- search ----------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> list[Hit]:
@@ -500,95 +342,6 @@ class SQLiteBackend:
     def _dim_for_search(self) -> int:
         fp = self.fingerprint() or {}
         return int(fp.get("dim") or self.vector_dim() or 8)
-
-    # -- rebuilding every vector (reembed) -----------------------------------------------
-
-    def rebuild_begin(self, fingerprint_id: str) -> dict[int, dict[int, str]]:
-        """Start (or resume) staging vectors for ``fingerprint_id``; returns
-        what is staged already: doc key -> {slot: made-from hash}."""
-        self._writable()
-        with transaction(self.conn):
-            _vectors.stage_create(self.conn, fingerprint_id)
-            return _vectors.staged(self.conn)
-
-    def rebuild_stage(self, items: Sequence[tuple[Stored, str, Any, list[Any], Chunks | None]],
-                      fingerprint_id: str) -> int:
-        """Stage (stored state, vector hash, doc vector, question vectors in
-        position order, chunk vectors or None) per document, one transaction;
-        a document's vectors are staged together, so a staged document
-        vector means its chunks are staged too. Documents that changed since
-        they were read are skipped. Returns documents staged."""
-        self._writable()
-        done = 0
-        with transaction(self.conn):
-            if not _vectors.stage_exists(self.conn):
-                return 0  # another process finished (or aborted) the rebuild meanwhile
-            current = {s.key: s for s in self.stored(self._paths_of([i[0].key for i in items]))
-                       .values()}
-            for stored, vhash, vector, qvectors, chunks in items:
-                if current.get(stored.key) != stored:
-                    continue
-                _vectors.stage_clear_document(self.conn, stored.key)
-                _vectors.stage_write(self.conn, stored.key, 0, vhash, fingerprint_id,
-                                     _vectors.blob(vector))
-                for pos, qvec in enumerate(qvectors, start=1):
-                    _vectors.stage_write(self.conn, stored.key, pos, "", fingerprint_id,
-                                         _vectors.blob(qvec))
-                if chunks is not None:
-                    for n, (span, cvec) in enumerate(zip(chunks.spans, chunks.vectors,
-                                                         strict=True)):
-                        _vectors.stage_write(self.conn, stored.key, _vectors.CHUNK_SLOT + n,
-                                             chunks.content_hash, fingerprint_id,
-                                             _vectors.blob(cvec), span)
-                done += 1
-        return done
-
-    def _paths_of(self, keys: Sequence[int]) -> list[str]:
-        return [r[0] for r in self.conn.execute(
-            "SELECT path FROM documents WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(keys)),))]
-
-    def rebuild_finish(self, fingerprint: dict[str, Any], fingerprint_id: str) -> list[int]:
-        """Swap the staged vectors in, in ONE transaction, if every document
-        has staged vectors for its current content and questions (every
-        ``apply`` meanwhile dropped the staged rows of what it touched).
-        Otherwise nothing changes and the keys still to stage come back."""
-        self._writable()
-        with transaction(self.conn):
-            if not _vectors.stage_exists(self.conn):
-                # Another process swapped its rebuild in meanwhile: an empty
-                # staging table, so every document is to stage again.
-                _vectors.stage_create(self.conn, fingerprint_id)
-            staged = _vectors.staged(self.conn)
-            questions: dict[int, set[int]] = {}
-            for doc_id, pos in self.conn.execute("SELECT doc_id, position FROM hype_questions"):
-                questions.setdefault(int(doc_id), set()).add(int(pos))
-            ids = [int(r[0]) for r in self.conn.execute("SELECT id FROM documents ORDER BY id")]
-            missing = [k for k in ids if 0 not in staged.get(k, {})
-                       or {s for s in staged[k] if 0 < s < _vectors.CHUNK_SLOT}
-                       != questions.get(k, set())]
-            if missing:
-                return missing
-            made_from = {k: staged[k][0] for k in ids}
-            chunked = _vectors.stage_swap(self.conn, _vectors.check_dim(fingerprint.get("dim")))
-            for key in ids:
-                self._mark(key, DOC_VECTOR, made_from[key], fingerprint_id)
-            self.conn.execute("DELETE FROM derived WHERE kind = ?", (CHUNK_VECTORS,))
-            for key, chash in chunked.items():
-                self._mark(key, CHUNK_VECTORS, chash, fingerprint_id)
-            self.conn.execute("DELETE FROM derived WHERE kind = ?", (HYPE_VECTORS,))
-            self.conn.execute(
-                "INSERT INTO derived (doc_id, kind, content_hash, model) SELECT doc_id, ?, "
-                "content_hash, ? FROM derived WHERE kind = ? AND doc_id IN "
-                "(SELECT DISTINCT doc_id FROM hype_questions)",
-                (HYPE_VECTORS, fingerprint_id, HYPE_QUESTIONS))
-            self._set_meta("embedder", fingerprint)
-        return []
-
-    def rebuild_abort(self) -> None:
-        self._writable()
-        with transaction(self.conn):
-            _vectors.stage_drop(self.conn)
 
     # -- doctor ------------------------------------------------------------------------
 
