@@ -65,14 +65,18 @@ def fts_expression(terms: tuple[str, ...]) -> str | None:
 # search.sql's max-score pruning of the FTS list: the common terms whose BM25
 # bounds add up to at most FTS_PRUNE x the largest term's bound are scored
 # only for rows holding a rarer term, when that decides the list (0: off).
-# It changes how many rows are scored, never the list. Measured on the
-# latency corpora (benchmarks/fts_cost.py, the FTS list alone, pruned /
-# unpruned): 0.75x at 100k documents, 0.83x at 50k, but 1.1x at 20k and
-# 10k and 1.7x at 1k although it scores half the rows there: FTS5 pays per
-# row it iterates (every matched row, pruned or not), so below
-# FTS_PRUNE_ROWS indexed rows the term counts cost more than it saves.
+# It changes how many rows are scored, never the list. FTS5 pays per row it
+# iterates and the term counts cost a pass over each term's rows, so below
+# FTS_PRUNE_ROWS indexed rows the pruning costs more than it saves. Measured
+# on the real-vector corpora of benchmarks/speed.py (benchmarks/fts_cost.py
+# --before-prune-rows; the documents_fts list alone, fastest of 4 runs per
+# query, 30 test-collection queries; benchmarks/results/fts_prune_rows.json),
+# unpruned -> pruned: 1k 1.8 -> 2.3 ms, 2k 3.4 -> 3.7, 3k 4.4 -> 3.8, 5k
+# 6.0 -> 4.9, 10k 13.4 -> 10.2, 20k 21.0 -> 16.4 (the list identical in all
+# 180 queries). It was 30,000 rows, from an earlier measurement on the
+# latency corpora (pruned 1.1x slower at 10k and 20k; fts_cost_1k_10k.json).
 FTS_PRUNE = 0.4
-FTS_PRUNE_ROWS = 30000
+FTS_PRUNE_ROWS = 3000
 # The question KNN on sign bits returns HYPE_OVERSAMPLE x vec_k_hype
 # candidates; their exact cosine keeps the best vec_k_hype, the questions the
 # exact plan would keep. Measured on the real-vector corpora of

@@ -157,6 +157,8 @@ fts_split AS MATERIALIZED (
                      <= :fts_prune * (SELECT max(bound) FROM fts_words) AS common
           FROM fts_words)
 ),
+-- Each FTS list orders by its selected score (-bm25), not by a second
+-- bm25() call: SQLite would compute that one again for every matched row.
 -- Each gate below is a one-row CTE CROSS JOINed before documents_fts: a
 -- condition on it is tested before FTS5 is asked to run its MATCH at all.
 fts_rare AS MATERIALIZED (
@@ -172,7 +174,7 @@ fts_rare_top AS MATERIALIZED (
       AND +documents_fts.rowid IN (SELECT doc_id FROM fts_rare)
       AND (:topic IS NULL OR documents_fts.rowid IN (SELECT id FROM documents
                                                      WHERE topic = :topic))
-    ORDER BY bm25(documents_fts, :w_title, :w_tags, :w_body)
+    ORDER BY score DESC, doc_id
     LIMIT (SELECT :fts_limit)
 ),
 fts_gate AS MATERIALIZED (
@@ -191,7 +193,7 @@ fts_rest AS (
       AND (NOT g.pruned OR +documents_fts.rowid NOT IN (SELECT doc_id FROM fts_rare))
       AND (:topic IS NULL OR documents_fts.rowid IN (SELECT id FROM documents
                                                      WHERE topic = :topic))
-    ORDER BY bm25(documents_fts, :w_title, :w_tags, :w_body)
+    ORDER BY score DESC, doc_id
     LIMIT (SELECT :fts_limit)
 ),
 fts_ranked AS (
@@ -460,7 +462,7 @@ hype_fts_ranked AS (
         FROM questions_fts
         WHERE :fts_query IS NOT NULL AND questions_fts MATCH :fts_query
           AND (:topic IS NULL OR rowid IN (SELECT id FROM documents WHERE topic = :topic))
-        ORDER BY bm25(questions_fts)
+        ORDER BY score DESC, doc_id
         LIMIT (SELECT :fts_limit)
     )
 ),
