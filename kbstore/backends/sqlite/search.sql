@@ -605,14 +605,26 @@ text_agreement AS MATERIALIZED (
                               ELSE 1.0 END
                   FROM fts_ranked WHERE rank <= 2 AND score > 0) AS standout) AS a
 ),
--- The floor needs every hit's best similarity: hits found by neither vector
--- list get it from all their stored vectors (only when a floor is set).
+-- The best similarity of either vector list (-2: none).
+list_best AS MATERIALIZED (
+    SELECT coalesce(max(s), -2.0) AS best
+    FROM (SELECT max(score) AS s FROM vec_ranked UNION ALL SELECT max(best) FROM hype_ranked)
+),
+-- The floor (kept below) needs the similarity of each hit found by neither
+-- vector list: from all its stored vectors, only when a floor is set. A hit
+-- that matches query words (fts or hype_fts) is kept whatever its own
+-- similarity once any hit reaches the floor, which a vector list's best
+-- shows without computing anything: then only hits without such words are
+-- computed here, and a text hit's own similarity only where it is read:
+-- in the "latest" test (latest) and for the rows returned.
 floor_similarity AS (
     SELECT v.doc_id, max(1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))) AS similarity
     FROM vector_data AS v
     WHERE :min_similarity IS NOT NULL AND :has_vector
       AND typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
-      AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_best IS NULL)
+      AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_best IS NULL
+                         AND ((fts_rank IS NULL AND hype_fts_rank IS NULL)
+                              OR (SELECT best FROM list_best) < :min_similarity))
     GROUP BY v.doc_id
 ),
 -- One narrow row per hit (no document text: that is read for the returned
@@ -630,6 +642,8 @@ scored AS MATERIALIZED (
                t.text_weight, t.vec_gap,
                max(coalesce(f.vec_score, -1.0), coalesce(f.hype_best, -1.0),
                    coalesce(s.similarity, -1.0)) AS similarity,
+               (f.vec_score IS NULL AND f.hype_best IS NULL AND s.similarity IS NULL)
+                   AS similarity_unknown,
                coalesce(:w_fm * t.text_weight * f.fm_weight / (:k_rrf + f.fm_rank), 0.0)
                    AS rrf_fm,
                coalesce(:w_fts * t.text_weight / (:k_rrf + f.fts_rank), 0.0) AS rrf_fts,
@@ -666,7 +680,7 @@ scored AS MATERIALIZED (
 ),
 kept AS MATERIALIZED (
     SELECT doc_id, doc_type, dated, evidence, latest_evidence, evidence * recency AS relevance,
-           similarity,
+           similarity, similarity_unknown,
            max(evidence * recency) OVER () AS best_relevance,
            max(latest_evidence) OVER () AS best_latest_evidence
     FROM (SELECT *, max(similarity) OVER () AS best_similarity FROM scored) AS s
@@ -700,13 +714,19 @@ latest AS (
     SELECT doc_id, row_number() OVER (ORDER BY dated DESC, doc_id) AS latest_rank,
            count(*) OVER () AS n_latest
     FROM (SELECT doc_id, doc_type, dated, latest_evidence AS evidence, similarity,
-                 best_latest_evidence FROM kept
+                 similarity_unknown, best_latest_evidence FROM kept
           WHERE :latest
           ORDER BY latest_evidence DESC, doc_id
           LIMIT (SELECT :latest_top)) AS k
     WHERE evidence > 0 AND dated IS NOT NULL AND doc_type = 'journal'
       AND evidence >= :latest_ratio * best_latest_evidence
       AND (:min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
+           OR (similarity_unknown AND (SELECT max(1.0 - vec_distance_cosine(x.embedding,
+                                                                        vec_f32(:qvec)))
+                                       FROM vector_data AS x WHERE x.doc_id = k.doc_id
+                                         AND typeof(x.embedding) = 'blob'
+                                         AND length(x.embedding) = :vec_bytes)
+                                      >= :min_similarity)
            OR coalesce((SELECT score FROM topical AS t WHERE t.doc_id = k.doc_id), 0.0)
               >= max(coalesce((SELECT max(score) FROM topical), 0.0), 1e-300))
       AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
@@ -724,7 +744,14 @@ final AS (
     LIMIT (SELECT :limit)
 )
 SELECT s.doc_id, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body,
-       f.score, f.relevance, s.similarity,
+       f.score, f.relevance,
+       -- a text hit's own similarity, where floor_similarity left it out
+       CASE WHEN s.similarity_unknown AND :min_similarity IS NOT NULL AND :has_vector
+            THEN coalesce((SELECT max(1.0 - vec_distance_cosine(x.embedding, vec_f32(:qvec)))
+                           FROM vector_data AS x WHERE x.doc_id = f.doc_id
+                             AND typeof(x.embedding) = 'blob'
+                             AND length(x.embedding) = :vec_bytes), s.similarity)
+            ELSE s.similarity END AS similarity,
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
        s.rrf_fm, s.rrf_fts, s.rrf_vec, s.rrf_hype, s.rrf_hype_fts, s.rrf_date, s.convex,
