@@ -127,9 +127,10 @@ class _SearchCommand(click.Command):
             dashed = next((a for a in given if a.startswith("-") and a.split("=")[0] not in
                            {o for p in self.params for o in (*p.opts, *p.secondary_opts)}),
                           exc.option_name)
-            exc.message += (f"\n  A query starting with '-' goes after '--': "
-                            f"kbstore search -- {shlex.quote(dashed)}")
-            raise
+            hint = (f"\n  A query starting with '-' goes after '--': "
+                    f"kbstore search -- {shlex.quote(dashed)}")
+            raise click.NoSuchOption(exc.option_name, message=exc.message + hint,
+                                     possibilities=exc.possibilities, ctx=exc.ctx) from None
 
 
 @cli.command(cls=_SearchCommand)

@@ -94,3 +94,14 @@ def test_a_file_name_with_control_characters_cannot_rewrite_a_listing(
     assert ("deleting 1 document(s) whose files are gone: "
             "'projects/evil\\rdeleted 0 document(s)\\x1b[2K.md'\n") in result.stderr
     assert "\r" not in result.stderr and "\x1b" not in result.stderr
+
+
+def test_a_query_starting_with_a_dash_is_told_to_go_after_double_dash(run_cli, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    KnowledgeStore.open(db_path, "fake").close()
+    result = run_cli("search", "--db", db_path, "-zzz")
+    assert result.exit_code == 2
+    assert "No such option" in result.stderr
+    assert "A query starting with '-' goes after '--': kbstore search -- -zzz" in result.stderr
+    # and the way it names works
+    ok = run_cli("search", "--db", db_path, "--", "-zzz")
+    assert ok.exit_code == 0, ok.stderr
