@@ -14,7 +14,10 @@ real-vector ones of benchmarks/speed.py.
 The other arm also runs without this tree's in-memory copy of the sign bits
 (kbstore/backends/sqlite/bits_scan.py): search.sql scans them itself, as a
 statement written before the copy does. ``--other`` this tree's own
-search.sql therefore measures the copy alone.
+search.sql therefore measures the copy alone; ``--other-with-copy`` gives
+the other arm the copy too (two statements, nothing else different).
+``--min-similarity`` searches with a confidence floor, as a database made
+with a shipped embedder does (the precomputed embedder declares none).
 """
 
 from __future__ import annotations
@@ -71,13 +74,17 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
     build(n, 384, args.data_dir, args.cache_dir, source="real")
     queries, qvecs, index, store = open_corpus(n, args)
     statements = {"other": other, "this": this}
-    scans = {"other": None, "this": store.backend.bits_scan}
+    scans = {"other": store.backend.bits_scan if args.other_with_copy else None,
+             "this": store.backend.bits_scan}
+    # the benchmark's embedder declares no confidence floor; --min-similarity
+    # sets one, as the shipped embedders do (MiniLM 0.25)
+    floor = {} if args.min_similarity is None else {"min_similarity": args.min_similarity}
 
     def arm(name: str) -> Any:
         def search(q: str, v: Any) -> None:
             use(statements[name])
             store.backend.bits_scan = scans[name]
-            store.search(q, query_vector=v, limit=10, now=NOW)
+            store.search(q, query_vector=v, limit=10, now=NOW, **floor)
         return search
 
     arms = {"other": arm("other"), "this": arm("this"),
@@ -101,7 +108,8 @@ def run_size(n: int, this: str, other: str, args: argparse.Namespace) -> dict[st
     p50 = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
     return {"n": n, "p50_ms": p50, "ratio_other": p50["other"] / p50["seed"],
             "ratio_this": p50["this"] / p50["seed"], "recall_at_10": recall,
-            "queries": args.queries, "recall_queries": k, "load": os.getloadavg()[0]}
+            "queries": args.queries, "recall_queries": k, "min_similarity": args.min_similarity,
+            "load": os.getloadavg()[0]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -113,6 +121,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data-dir", type=Path, default=DATASETS)
     ap.add_argument("--cache-dir", type=Path, default=CACHE)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--other-with-copy", action="store_true",
+                    help="the other arm also ranks the sign bits from the in-memory copy")
+    ap.add_argument("--min-similarity", type=float, default=None,
+                    help="search with this confidence floor (default: none)")
     args = ap.parse_args(argv)
     this, other = sqlite_search.search_sql(), args.other.read_text(encoding="utf-8")
     results = []
