@@ -630,7 +630,14 @@ floor_similarity AS (
 -- One narrow row per hit (no document text: that is read for the returned
 -- rows only), each factor computed once.
 scored AS MATERIALIZED (
-    SELECT *, (CASE :fusion WHEN 'convex' THEN convex
+    -- the columns read below (kept, latest, the output's explain fields):
+    -- each one is copied into every materialized row
+    SELECT doc_id, doc_type, dated, similarity, similarity_unknown, recency, boost,
+           fm_rank, fm_weight, fts_rank, vec_rank, hype_rank, hype_fts_rank, date_rank,
+           fts_score, vec_score, hype_score, vec_kind, vec_vector_id, hype_position,
+           text_weight, vec_gap, rrf_fm, rrf_fts, rrf_vec, rrf_hype, rrf_hype_fts, rrf_date,
+           convex,
+           (CASE :fusion WHEN 'convex' THEN convex
                             ELSE rrf_fm + rrf_fts + rrf_vec + rrf_hype + rrf_hype_fts + rrf_date
                END) * boost AS evidence,
            (CASE :fusion WHEN 'convex' THEN convex
@@ -683,7 +690,11 @@ kept AS MATERIALIZED (
            similarity, similarity_unknown,
            max(evidence * recency) OVER () AS best_relevance,
            max(latest_evidence) OVER () AS best_latest_evidence
-    FROM (SELECT *, max(similarity) OVER () AS best_similarity FROM scored) AS s
+    -- only the columns read here: a window copies every column of every row
+    FROM (SELECT doc_id, doc_type, dated, evidence, latest_evidence, recency, similarity,
+                 similarity_unknown, fts_rank, hype_fts_rank,
+                 max(similarity) OVER () AS best_similarity
+          FROM scored) AS s
     WHERE :min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
        OR ((fts_rank IS NOT NULL OR hype_fts_rank IS NOT NULL)
            AND best_similarity >= :min_similarity)
