@@ -165,6 +165,22 @@ def test_the_numpy_ranking_is_the_sql_ranking_with_many_ties(tmp_path: Path) -> 
             assert _top(ids[order], columns(bits[order]), query, k) == want, (trial, k)
 
 
+
+def test_the_numpy_ranking_over_several_blocks_matches_a_full_sort() -> None:
+    """More vectors than one block of the distance computation (64-bit
+    words, as 384-d vectors have): the top k by (distance, vector id) of a
+    full sort, with a third of the rows identical (ties at every k)."""
+    rng = np.random.default_rng(5)
+    n = 2 * bits_scan._BLOCK + 123
+    rows = rng.integers(0, 2**63, size=(n, 6), dtype=np.uint64)
+    rows[: n // 3] = rows[0]
+    ids = np.sort(rng.choice(10**12, size=n, replace=False)).astype(np.int64)
+    query = rows[0] ^ np.uint64(0b1011)  # 3 bits from the tied third
+    dist = np.array([sum(int(w).bit_count() for w in row ^ query) for row in rows])
+    full = [int(ids[i]) for i in np.lexsort((ids, dist))]
+    for k in (1, 3, 320, n // 3, n // 3 + 1, n - 1, n, n + 10):
+        assert _top(ids, columns(rows), query, k) == full[:k], k
+
 def test_searches_racing_a_writer_always_see_what_it_committed(kb: KnowledgeStore) -> None:
     """Another connection commits documents while this one searches: each
     document reported committed before a search started is found by it (a
