@@ -732,12 +732,12 @@ latest AS (
     WHERE evidence > 0 AND dated IS NOT NULL AND doc_type = 'journal'
       AND evidence >= :latest_ratio * best_latest_evidence
       AND (:min_similarity IS NULL OR NOT :has_vector OR similarity >= :min_similarity
-           OR (similarity_unknown AND (SELECT max(1.0 - vec_distance_cosine(x.embedding,
-                                                                        vec_f32(:qvec)))
-                                       FROM vector_data AS x WHERE x.doc_id = k.doc_id
-                                         AND typeof(x.embedding) = 'blob'
-                                         AND length(x.embedding) = :vec_bytes)
-                                      >= :min_similarity)
+           OR (similarity_unknown
+               AND (SELECT max(1.0 - vec_distance_cosine(x.embedding, vec_f32(:qvec)))
+                    FROM vector_data AS x
+                    WHERE x.doc_id = k.doc_id
+                      AND typeof(x.embedding) = 'blob' AND length(x.embedding) = :vec_bytes)
+                   >= :min_similarity)
            OR coalesce((SELECT score FROM topical AS t WHERE t.doc_id = k.doc_id), 0.0)
               >= max(coalesce((SELECT max(score) FROM topical), 0.0), 1e-300))
       AND (coalesce((SELECT max(score) FROM topical), 0.0) <= 0.0
@@ -759,9 +759,10 @@ SELECT s.doc_id, d.path, d.title, d.tags, d.topic, d.doc_type, d.updated, d.body
        -- a text hit's own similarity, where floor_similarity left it out
        CASE WHEN s.similarity_unknown AND :min_similarity IS NOT NULL AND :has_vector
             THEN coalesce((SELECT max(1.0 - vec_distance_cosine(x.embedding, vec_f32(:qvec)))
-                           FROM vector_data AS x WHERE x.doc_id = f.doc_id
-                             AND typeof(x.embedding) = 'blob'
-                             AND length(x.embedding) = :vec_bytes), s.similarity)
+                           FROM vector_data AS x
+                           WHERE x.doc_id = f.doc_id
+                             AND typeof(x.embedding) = 'blob' AND length(x.embedding) = :vec_bytes),
+                          s.similarity)
             ELSE s.similarity END AS similarity,
        s.fm_rank, s.fm_weight, s.fts_rank, s.vec_rank, s.hype_rank, s.hype_fts_rank,
        s.date_rank, s.fts_score, s.vec_score, s.hype_score,
