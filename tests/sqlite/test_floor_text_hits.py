@@ -20,7 +20,8 @@ from kbstore import FakeEmbedder, KnowledgeStore
 from kbstore.backends.sqlite.search import search_sql
 
 SHORTCUT = re.compile(
-    r"\n\s*AND \(\(fts_rank IS NULL AND hype_fts_rank IS NULL\)\n"
+    r"\n\s*AND \(\(doc_id NOT IN \(SELECT doc_id FROM fts_ranked\)\n"
+    r"\s*AND doc_id NOT IN \(SELECT doc_id FROM hype_fts_ranked\)\)\n"
     r"\s*OR \(SELECT best FROM list_best\) < :min_similarity\)")
 
 WORDS = ("deploy server backup disk garden tomato recipe oven flight hotel budget invoice "

@@ -616,14 +616,18 @@ list_best AS MATERIALIZED (
 -- similarity once any hit reaches the floor, which a vector list's best
 -- shows without computing anything: then only hits without such words are
 -- computed here, and a text hit's own similarity only where it is read:
--- in the "latest" test (latest) and for the rows returned.
+-- in the "latest" test (latest) and for the rows returned. It reads the
+-- lists, not fused: fused read once is coded once (compiling: -22 ms).
 floor_similarity AS (
     SELECT v.doc_id, max(1.0 - vec_distance_cosine(v.embedding, vec_f32(:qvec))) AS similarity
     FROM vector_data AS v
     WHERE :min_similarity IS NOT NULL AND :has_vector
       AND typeof(v.embedding) = 'blob' AND length(v.embedding) = :vec_bytes
-      AND v.doc_id IN (SELECT doc_id FROM fused WHERE vec_score IS NULL AND hype_best IS NULL
-                         AND ((fts_rank IS NULL AND hype_fts_rank IS NULL)
+      AND v.doc_id IN (SELECT doc_id FROM fused_ids
+                       WHERE doc_id NOT IN (SELECT doc_id FROM vec_ranked)
+                         AND doc_id NOT IN (SELECT doc_id FROM hype_ranked)
+                         AND ((doc_id NOT IN (SELECT doc_id FROM fts_ranked)
+                               AND doc_id NOT IN (SELECT doc_id FROM hype_fts_ranked))
                               OR (SELECT best FROM list_best) < :min_similarity))
     GROUP BY v.doc_id
 ),
