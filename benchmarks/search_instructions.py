@@ -27,23 +27,24 @@ def _child(n: int, sql_file: Path, runs: int, queries: int, floor: float | None,
            cache: Path) -> None:
     import benchmarks.one_blas_thread  # noqa: F401  (sets the BLAS threads numpy reads)
     import kbstore.backends.sqlite.search as sqlite_search
-    from benchmarks.latency import NOW, query_texts
+    from benchmarks.latency import build_params, query_texts
     from benchmarks.latency_data import DATASETS, paths_for
     from benchmarks.precomputed import PrecomputedEmbedder
     from benchmarks.speed import real_queries
+    from benchmarks.speed_ab import use
     from kbstore import KnowledgeStore
 
     store = KnowledgeStore.open(paths_for(n, 384, cache, "real")["db"],
                                 PrecomputedEmbedder(384), hype=False)
     backend: Any = store.backend  # a SQLite file: its connection and bits copy
     conn = backend.conn
-    sql = sqlite_search._GUARD.sub("1", sql_file.read_text(encoding="utf-8"))
+    use(sql_file.read_text(encoding="utf-8"))  # what store.search would run, unguarded
+    sql = sqlite_search.statement(True, guarded=False)
     settings = {} if floor is None else {"min_similarity": floor}
     params = []
     for q, v in zip(query_texts(DATASETS, queries), real_queries(queries, cache_dir=cache),
                     strict=True):
-        request, _ = store._request(q, None, 10, False, v, NOW, settings)
-        p = sqlite_search.compile_params(request, 384, True)
+        p = build_params(store, q, v, **settings)
         for _ in range(2):  # the second call ranks the bits from the copy
             sqlite_search.ranked_bits(backend.bits_scan, conn, p, 384)
         params.append(p)
@@ -85,11 +86,9 @@ def main(argv: list[str] | None = None) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on PATH")
     files = args.sql or [Path("kbstore/backends/sqlite/search.sql")]
-    rows: list[dict[str, Any]] = []
     for n in [int(s) for s in args.sizes.split(",") if s.strip()]:
         for sql in files:
             per = (count(n, sql, 1, args) - count(n, sql, 0, args)) / args.queries
-            rows.append({"n": n, "sql": str(sql), "instructions": per})
             print(f"{n:,} docs  {sql}: {per / 1e6:.2f}M instructions per search"
                   f" (floor {args.min_similarity})", flush=True)
 

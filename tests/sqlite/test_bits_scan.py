@@ -165,7 +165,6 @@ def test_the_numpy_ranking_is_the_sql_ranking_with_many_ties(tmp_path: Path) -> 
             assert _top(ids[order], columns(bits[order]), query, k) == want, (trial, k)
 
 
-
 def test_the_numpy_ranking_over_several_blocks_matches_a_full_sort() -> None:
     """More vectors than one block of the distance computation (64-bit
     words, as 384-d vectors have): the top k by (distance, vector id) of a
@@ -180,6 +179,7 @@ def test_the_numpy_ranking_over_several_blocks_matches_a_full_sort() -> None:
     full = [int(ids[i]) for i in np.lexsort((ids, dist))]
     for k in (1, 3, 320, n // 3, n // 3 + 1, n - 1, n, n + 10):
         assert _top(ids, columns(rows), query, k) == full[:k], k
+
 
 def test_searches_racing_a_writer_always_see_what_it_committed(kb: KnowledgeStore) -> None:
     """Another connection commits documents while this one searches: each
